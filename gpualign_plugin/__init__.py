@@ -1,0 +1,18 @@
+"""gpualign: exact dynamic-programming sequence alignment on NVIDIA GPUs (CuPy) and CPUs (Numba).
+
+The public API is re-exported here; see README.md and docs/ALGORITHMS.md for the
+conventions (0-based half-open forward-strand coordinates, gap cost open + k*extend,
+written tie-breaking rules shared by every engine).
+"""
+
+__version__ = "0.1.0"
+
+from gpualign_plugin.errors import BackendUnavailable, InputError
+from gpualign_plugin.io.fasta import iter_fasta, read_fasta
+from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
+
+__all__ = [
+    "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
+    "Sequence", "iter_fasta", "read_fasta",
+]

@@ -1,0 +1,185 @@
+"""Options, error handling, progress and run statistics shared by the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from gpualign_plugin.backend import BACKENDS
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.scoring import ScoringScheme
+
+
+def add_scoring_options(parser: argparse.ArgumentParser, default_kind: str) -> None:
+    """Add ``--matrix``, ``--match/--mismatch/--ambiguity`` and ``--gap-open/--gap-extend``.
+
+    ``default_kind`` is ``'dna'`` (match/mismatch 2/-3, gaps 5+2k) or ``'protein'``
+    (BLOSUM62, gaps 11+1k) and picks the defaults shown in ``--help``.
+    """
+    group = parser.add_argument_group("scoring (a gap of length k costs OPEN + k*EXTEND)")
+    group.add_argument("--matrix", metavar="NAME",
+                       help="substitution matrix from Biopython (BLOSUM62, PAM30, NUC.4.4, ...)"
+                            + (" [default: BLOSUM62]" if default_kind == "protein" else ""))
+    group.add_argument("--match", type=int, metavar="N", help="DNA match score [2]")
+    group.add_argument("--mismatch", type=int, metavar="N", help="DNA mismatch score [-3]")
+    group.add_argument("--ambiguity", type=int, default=-1, metavar="N",
+                       help="score of a pair involving N or another IUPAC ambiguity code [-1]")
+    group.add_argument("--gap-open", type=int, metavar="N",
+                       help="gap open cost [5 for DNA, 11 for protein]")
+    group.add_argument("--gap-extend", type=int, metavar="N",
+                       help="gap extend cost per column [2 for DNA, 1 for protein]")
+    parser.set_defaults(scoring_default_kind=default_kind)
+
+
+def scheme_from_args(args: argparse.Namespace) -> ScoringScheme:
+    """Build the :class:`ScoringScheme` the scoring options describe."""
+    dna_options = args.match is not None or args.mismatch is not None
+    if args.matrix and dna_options:
+        raise InputError("give either --matrix or --match/--mismatch, not both")
+    use_matrix = args.matrix or (not dna_options and args.scoring_default_kind == "protein")
+    if use_matrix:
+        probe = ScoringScheme.from_matrix(args.matrix or "BLOSUM62", 11, 1)
+        default_open, default_extend = (11, 1) if not probe.is_dna else (5, 2)
+        return ScoringScheme.from_matrix(
+            args.matrix or "BLOSUM62",
+            args.gap_open if args.gap_open is not None else default_open,
+            args.gap_extend if args.gap_extend is not None else default_extend)
+    return ScoringScheme.dna(
+        match=args.match if args.match is not None else 2,
+        mismatch=args.mismatch if args.mismatch is not None else -3,
+        gap_open=args.gap_open if args.gap_open is not None else 5,
+        gap_extend=args.gap_extend if args.gap_extend is not None else 2,
+        ambiguity=args.ambiguity)
+
+
+def add_compute_options(parser: argparse.ArgumentParser, gpu: bool = True) -> None:
+    """Add ``--threads``, and with ``gpu`` also ``--backend`` and ``--device``."""
+    group = parser.add_argument_group("compute")
+    if gpu:
+        group.add_argument("--backend", choices=BACKENDS, default="auto",
+                           help="auto: the GPU if one is usable, else the CPU [auto]")
+        group.add_argument("--device", type=int, default=0, metavar="N",
+                           help="CUDA device ordinal, counted inside CUDA_VISIBLE_DEVICES [0]")
+    group.add_argument("--threads", type=int, default=0, metavar="N",
+                       help="CPU threads (0 = all cores) [0]")
+    group.add_argument("--stats", metavar="JSON",
+                       help="write run statistics (engine, device, cells, seconds, GCUPS) here")
+
+
+def apply_threads(threads: int) -> int:
+    """Set Numba's thread count from ``--threads`` (0 = all cores) and return it."""
+    import numba
+
+    available = numba.config.NUMBA_NUM_THREADS
+    if threads < 0:
+        raise InputError(f"--threads must be 0 or more, got {threads}")
+    count = available if threads == 0 else min(threads, available)
+    numba.set_num_threads(count)
+    return count
+
+
+class Progress:
+    """A progress bar on stderr, shown only when stderr is a terminal.
+
+    Use as a context manager; call :meth:`advance` with the units done.
+    """
+
+    def __init__(self, total: int, label: str, stream=None):
+        self.total = max(int(total), 1)
+        self.label = label
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
+        self.started = time.monotonic()
+        self._last_draw = 0.0
+
+    def __enter__(self) -> "Progress":
+        self._draw(force=True)
+        return self
+
+    def advance(self, units: int = 1) -> None:
+        """Add ``units`` of finished work and redraw at most ten times a second."""
+        self.done = min(self.total, self.done + units)
+        self._draw()
+
+    def _draw(self, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_draw < 0.1 and self.done < self.total:
+            return
+        self._last_draw = now
+        fraction = self.done / self.total
+        width = 30
+        bar = "#" * int(fraction * width)
+        elapsed = now - self.started
+        self.stream.write(f"\r{self.label} [{bar:<{width}}] {100 * fraction:5.1f}% {elapsed:6.1f}s")
+        self.stream.flush()
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self._draw(force=True)
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+@dataclass
+class RunStats:
+    """Run statistics the workflow's report reads (``--stats FILE``, JSON).
+
+    ``cells`` counts DP cells computed for the answer (m*n per pair, m*n*p for
+    three sequences); ``gcups`` is cells / seconds / 1e9.
+    """
+
+    command: str
+    engine: str = "cpu"
+    device: str = ""
+    cells: int = 0
+    seconds: float = 0.0
+    peak_gpu_memory_bytes: int = 0
+    threads: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self._started = time.perf_counter()
+
+    def finish(self) -> None:
+        """Stop the clock."""
+        self.seconds = time.perf_counter() - self._started
+
+    @property
+    def gcups(self) -> float:
+        """Giga cell updates per second."""
+        return self.cells / self.seconds / 1e9 if self.seconds > 0 else 0.0
+
+    def write(self, path: str | None) -> None:
+        """Write the statistics as JSON to ``path`` (atomically); nothing if ``path`` is None."""
+        if not path:
+            return
+        from gpualign_plugin.io.atomic import atomic_text
+
+        data = asdict(self)
+        data["gcups"] = self.gcups
+        with atomic_text(path) as handle:
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+
+
+def describe_device(engine: str, device: int = 0) -> str:
+    """Human name of what ran: the GPU's name, or the CPU model and core count."""
+    if engine == "gpu":
+        from gpualign_plugin.gpu.runtime import probe
+
+        return probe(device).name
+    from gpualign_plugin.machine import cpu_description
+
+    return cpu_description()
+
+
+def command_line() -> str:
+    """The command line as typed (for @PG lines and output headers)."""
+    return " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])

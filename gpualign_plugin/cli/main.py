@@ -1,0 +1,64 @@
+"""Entry point of the ``gpualign`` command: parses arguments and dispatches to a subcommand.
+
+Every subcommand module exposes ``register(subparsers)``, which adds its parser
+and sets ``run`` (a function of the parsed arguments returning an exit status).
+Bad input (:class:`~gpualign_plugin.errors.InputError`) and an unusable backend
+become one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from gpualign_plugin import __version__
+from gpualign_plugin.errors import BackendUnavailable, InputError
+
+SUBCOMMANDS = (
+    "pairwise",
+    "bench",
+)
+
+EPILOG = """examples:
+  gpualign pairwise --query contigs.fa --target genome.fa --out contigs.bam --mode semiglobal
+  gpualign pairwise -q a.fa -t b.fa --out a_vs_b.paf --mode local --strand both
+  gpualign bench --sizes 20000x20000
+run 'gpualign SUBCOMMAND --help' for the options of each."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="gpualign", description="Exact dynamic-programming sequence alignment on GPUs and CPUs.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"gpualign {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more detail on stderr")
+    subparsers = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"gpualign_plugin.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``gpualign`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="gpualign: %(message)s", stream=sys.stderr)
+    if args.subcommand is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except (InputError, BackendUnavailable) as exc:
+        print(f"gpualign: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gpualign: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

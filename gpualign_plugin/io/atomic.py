@@ -1,0 +1,59 @@
+"""Atomic output: write to a temporary name beside the target, rename when complete.
+
+An interrupted run (an exception, Ctrl-C, a killed job) never leaves a truncated
+file under the final name: either the complete file is there or nothing is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
+    """Yield a temporary path in the target's directory; rename it to ``path`` on success.
+
+    On any exception the temporary file is removed and the exception propagates.
+    ``suffix`` is appended to the temporary name (some writers, such as pysam,
+    choose the format from the extension).
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part" + suffix,
+                               dir=directory)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_text(path: str | os.PathLike) -> Iterator:
+    """Open a text file for writing that appears under ``path`` only once closed successfully."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise :class:`~gpualign_plugin.errors.InputError` if ``path`` cannot be created.
+
+    Called before long work starts, so a bad ``--out`` fails in a second, not after an hour.
+    """
+    from gpualign_plugin.errors import InputError
+
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise InputError("output path is a directory", path=path)
+    if not os.path.isdir(directory):
+        raise InputError("output directory does not exist", path=path)
+    if not os.access(directory, os.W_OK):
+        raise InputError("output directory is not writable", path=path)

@@ -1,0 +1,228 @@
+"""Result types shared by every engine and writer.
+
+Coordinate conventions (used everywhere in gpualign):
+
+* 0-based, half-open intervals ``[start, end)`` on the **forward strand** of each
+  sequence, as in PAF and BED.
+* A CIGAR runs along the target in increasing coordinate. On the minus strand
+  (``strand == '-'``) the query side of the CIGAR reads the reverse complement of
+  ``query[query_start:query_end]``.
+* CIGAR operations: ``=`` identical residues, ``X`` different residues, ``I`` a
+  query residue against a gap (insertion to the target), ``D`` a target residue
+  against a gap (deletion from the target), and in SAM output ``S`` soft clips.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
+
+_CIGAR_RE = re.compile(r"(\d+)([MIDNSHP=X])")
+ALIGNED_OPS = "=XM"
+
+
+@dataclass(frozen=True)
+class Cigar:
+    """A run-length encoded alignment path.
+
+    Attributes
+    ----------
+    runs : tuple of (int, str)
+        ``(length, op)`` pairs; adjacent runs have different ops.
+    """
+
+    runs: tuple = ()
+
+    @classmethod
+    def from_string(cls, text: str) -> "Cigar":
+        """Parse ``'10=1X2I'``; ``'*'`` or ``''`` is the empty CIGAR."""
+        if text in ("", "*"):
+            return cls(())
+        runs = [(int(n), op) for n, op in _CIGAR_RE.findall(text)]
+        if "".join(f"{n}{op}" for n, op in runs) != text:
+            raise ValueError(f"not a CIGAR string: {text!r}")
+        return cls.from_runs(runs)
+
+    @classmethod
+    def from_runs(cls, runs) -> "Cigar":
+        """Build from ``(length, op)`` pairs, merging adjacent equal ops and dropping zero lengths."""
+        merged: list[tuple[int, str]] = []
+        for length, op in runs:
+            if length <= 0:
+                continue
+            if merged and merged[-1][1] == op:
+                merged[-1] = (merged[-1][0] + length, op)
+            else:
+                merged.append((int(length), op))
+        return cls(tuple(merged))
+
+    @classmethod
+    def from_ops(cls, ops: str) -> "Cigar":
+        """Build from one character per column, e.g. ``'===XI=='``."""
+        runs = []
+        for match in re.finditer(r"(.)\1*", ops):
+            runs.append((len(match.group(0)), match.group(1)))
+        return cls.from_runs(runs)
+
+    def __str__(self) -> str:
+        return "".join(f"{n}{op}" for n, op in self.runs) if self.runs else "*"
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def to_m_form(self) -> "Cigar":
+        """The same path with ``=`` and ``X`` merged into ``M`` (SAM's classic form)."""
+        return Cigar.from_runs((n, "M" if op in "=X" else op) for n, op in self.runs)
+
+    def query_length(self) -> int:
+        """Query residues consumed (``=XMIS``)."""
+        return sum(n for n, op in self.runs if op in "=XMIS")
+
+    def target_length(self) -> int:
+        """Target residues consumed (``=XMDN``)."""
+        return sum(n for n, op in self.runs if op in "=XMDN")
+
+    def columns(self) -> int:
+        """Alignment columns (``=XMID``)."""
+        return sum(n for n, op in self.runs if op in "=XMID")
+
+    def reversed(self) -> "Cigar":
+        """The runs in reverse order."""
+        return Cigar(tuple(reversed(self.runs)))
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """One pairwise alignment.
+
+    Attributes
+    ----------
+    query_id, target_id : str
+        Record ids.
+    query_length, target_length : int
+        Full record lengths.
+    query_start, query_end, target_start, target_end : int
+        0-based half-open, forward strand (see module docstring).
+    strand : str
+        ``'+'`` or ``'-'`` (query reverse-complemented).
+    score : int
+        Alignment score under the scheme it was computed with.
+    cigar : Cigar
+        ``=XID`` CIGAR along the target.
+    mode : str
+        ``'local'``, ``'global'`` or ``'semiglobal'``.
+    is_primary : bool
+        The best alignment of its query (set by placement, see
+        :func:`gpualign_plugin.engines.placement.place`).
+    mapq : int
+        Mapping quality (0-60; never 255).
+    """
+
+    query_id: str
+    target_id: str
+    query_length: int
+    target_length: int
+    query_start: int
+    query_end: int
+    target_start: int
+    target_end: int
+    strand: str
+    score: int
+    cigar: Cigar
+    mode: str = "local"
+    is_primary: bool = True
+    mapq: int = 60
+    extra: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def matches(self) -> int:
+        """Columns with identical residues."""
+        return sum(n for n, op in self.cigar.runs if op == "=")
+
+    @property
+    def mismatches(self) -> int:
+        """Columns with different residues."""
+        return sum(n for n, op in self.cigar.runs if op == "X")
+
+    @property
+    def gap_opens(self) -> int:
+        """Number of gaps (runs of I or D)."""
+        return sum(1 for _, op in self.cigar.runs if op in "ID")
+
+    @property
+    def gap_columns(self) -> int:
+        """Columns that are gaps in one sequence."""
+        return sum(n for n, op in self.cigar.runs if op in "ID")
+
+    @property
+    def columns(self) -> int:
+        """Alignment length in columns (BLAST's ``length``)."""
+        return self.cigar.columns()
+
+    @property
+    def identity(self) -> float:
+        """Identical columns over all columns (BLAST's pident / 100); 0 for an empty alignment."""
+        columns = self.columns
+        return self.matches / columns if columns else 0.0
+
+    @property
+    def edit_distance(self) -> int:
+        """SAM ``NM``: mismatches plus gap columns."""
+        return self.mismatches + self.gap_columns
+
+    def aligned_query_codes(self, query_codes: np.ndarray) -> np.ndarray:
+        """The query codes the CIGAR reads: the slice, reverse-complemented on the minus strand."""
+        piece = np.asarray(query_codes)[self.query_start:self.query_end]
+        return reverse_complement_codes(piece) if self.strand == "-" else piece
+
+    def recompute_score(self, query_codes: np.ndarray, target_codes: np.ndarray,
+                        scheme: ScoringScheme) -> int:
+        """Score the alignment again from its CIGAR and the sequences.
+
+        Also checks that every ``=`` column holds identical codes and every ``X``
+        column different ones, and that the CIGAR consumes exactly the reported
+        intervals; raises ``ValueError`` otherwise. Every test that checks an
+        alignment calls this.
+        """
+        query = self.aligned_query_codes(query_codes)
+        target = np.asarray(target_codes)[self.target_start:self.target_end]
+        if self.cigar.query_length() != len(query) or self.cigar.target_length() != len(target):
+            raise ValueError(f"CIGAR {self.cigar} does not span query {len(query)} / target {len(target)}")
+        return score_cigar(self.cigar, query, target, scheme)
+
+
+def score_cigar(cigar: Cigar, query: np.ndarray, target: np.ndarray, scheme: ScoringScheme) -> int:
+    """Score of ``cigar`` aligning ``query`` to ``target`` (codes; both already sliced and oriented).
+
+    ``=``/``X`` columns are checked against the residues; each ``I``/``D`` run is
+    one gap costing ``open + length * extend``. Soft clips are skipped on the query.
+    """
+    score = 0
+    qi = ti = 0
+    for length, op in cigar.runs:
+        if op in "=XM":
+            a = query[qi:qi + length]
+            b = target[ti:ti + length]
+            equal = a == b
+            if op == "=" and not equal.all():
+                raise ValueError(f"'=' run at query {qi} holds different residues")
+            if op == "X" and equal.any():
+                raise ValueError(f"'X' run at query {qi} holds identical residues")
+            score += int(scheme.matrix[a, b].sum())
+            qi += length
+            ti += length
+        elif op == "I":
+            score -= scheme.gap_cost(length)
+            qi += length
+        elif op == "D":
+            score -= scheme.gap_cost(length)
+            ti += length
+        elif op == "S":
+            qi += length
+        else:
+            raise ValueError(f"unexpected CIGAR op {op!r}")
+    return score

@@ -1,0 +1,276 @@
+"""Alphabets, sequence encoding, substitution matrices and the affine gap model.
+
+Conventions
+-----------
+* Sequences are encoded to ``uint8`` codes: the index of each letter in the
+  scoring scheme's alphabet. Upper and lower case encode alike; the original
+  text (soft-masking included) is kept on :class:`Sequence` for output.
+* A gap of length ``k`` costs ``gap_open + k * gap_extend`` (the Gotoh / BLAST
+  convention): a one-base gap costs ``open + extend``.
+* All scores are integers. Engines use 32-bit integers;
+  :meth:`ScoringScheme.check_score_range` refuses inputs whose scores could
+  overflow them.
+
+DNA alphabet: ``ACGT`` (codes 0-3) followed by the IUPAC ambiguity codes
+``RYSWKMBDHVN`` (codes 4-14); ``U`` is read as ``T``. A pair involving an
+ambiguity code scores ``ambiguity`` (default -1).
+
+Protein alphabet: the 20 amino acids, ``B Z X``, ``U`` (selenocysteine), ``O``
+(pyrrolysine) and ``*`` (stop). Matrices come from
+``Bio.Align.substitution_matrices``; a letter the matrix lacks (``U`` and ``O``
+for the NCBI matrices) is scored with the matrix's ``X`` row and column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpualign_plugin.errors import InputError
+
+DNA_LETTERS = "ACGTRYSWKMBDHVN"
+"""DNA alphabet in code order: ACGT (0-3), then the IUPAC ambiguity codes."""
+
+DNA_COMPLEMENT = "TGCAYRSWMKVHDBN"
+"""Complement of each letter of :data:`DNA_LETTERS`, position by position."""
+
+PROTEIN_LETTERS = "ARNDCQEGHILKMFPSTWYVBZXUO*"
+"""Protein alphabet in code order (NCBI matrix order, then U, O)."""
+
+NEG_INF = -(1 << 30)
+"""The engines' minus infinity for impossible states; far from int32 overflow when decremented."""
+
+_NUCLEOTIDE_LIKE = frozenset("ACGTUN")
+
+
+@dataclass(frozen=True)
+class Alphabet:
+    """An ordered set of letters and its encoding table.
+
+    Attributes
+    ----------
+    name : str
+        ``'dna'`` or ``'protein'``.
+    letters : str
+        Upper-case letters; a letter's code is its index.
+    """
+
+    name: str
+    letters: str
+    _table: np.ndarray = field(repr=False, compare=False)
+
+    @classmethod
+    def create(cls, name: str, letters: str, aliases: dict[str, str] | None = None) -> "Alphabet":
+        """Build an alphabet; ``aliases`` maps extra letters to letters of the alphabet."""
+        table = np.full(256, 255, dtype=np.uint8)
+        for code, letter in enumerate(letters):
+            table[ord(letter)] = code
+            table[ord(letter.lower())] = code
+        for alias, letter in (aliases or {}).items():
+            table[ord(alias)] = table[ord(letter)]
+            table[ord(alias.lower())] = table[ord(letter)]
+        return cls(name, letters, table)
+
+    @property
+    def size(self) -> int:
+        """Number of codes."""
+        return len(self.letters)
+
+    def encode(self, text: str, path: str | None = None, record: str | None = None) -> np.ndarray:
+        """Encode ``text`` to ``uint8`` codes.
+
+        Raises
+        ------
+        InputError
+            At the first character outside the alphabet, naming ``path``, ``record``
+            and the 1-based position; for a DNA alphabet given protein, or a protein
+            alphabet given nucleotides, the message says so.
+        """
+        raw = np.frombuffer(text.encode("latin-1", errors="replace"), dtype=np.uint8)
+        codes = self._table[raw]
+        bad = np.flatnonzero(codes == 255)
+        if bad.size:
+            pos = int(bad[0])
+            char = text[pos]
+            hint = ""
+            if self.name == "dna" and char.upper() in PROTEIN_LETTERS:
+                hint = " (the sequence looks like protein but the scoring scheme is for DNA)"
+            raise InputError(f"character {char!r} is not in the {self.name} alphabet{hint}",
+                             path=path, record=record, position=pos + 1)
+        if self.name == "protein" and looks_like_nucleotide(text):
+            raise InputError("the sequence looks like nucleotides but the scoring scheme is for "
+                             "protein (give --match/--mismatch for DNA)", path=path, record=record)
+        return codes
+
+    def decode(self, codes: np.ndarray) -> str:
+        """Upper-case text of ``codes``."""
+        lookup = np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)
+        return lookup[np.asarray(codes, dtype=np.intp)].tobytes().decode("ascii")
+
+
+def looks_like_nucleotide(text: str) -> bool:
+    """True when at least 10 letters are given and 90% or more are A, C, G, T, U or N."""
+    letters = [c for c in text.upper() if c.isalpha()]
+    if len(letters) < 10:
+        return False
+    nucleotide = sum(1 for c in letters if c in _NUCLEOTIDE_LIKE)
+    return nucleotide >= 0.9 * len(letters)
+
+
+DNA = Alphabet.create("dna", DNA_LETTERS, aliases={"U": "T"})
+PROTEIN = Alphabet.create("protein", PROTEIN_LETTERS)
+
+_DNA_COMPLEMENT_CODES = np.array([DNA_LETTERS.index(c) for c in DNA_COMPLEMENT], dtype=np.uint8)
+_TEXT_COMPLEMENT = str.maketrans(DNA_LETTERS + DNA_LETTERS.lower() + "Uu",
+                                 DNA_COMPLEMENT + DNA_COMPLEMENT.lower() + "Aa")
+
+
+def reverse_complement_codes(codes: np.ndarray) -> np.ndarray:
+    """Reverse complement of DNA codes (IUPAC codes complemented too)."""
+    return _DNA_COMPLEMENT_CODES[codes[::-1]]
+
+
+def reverse_complement_text(text: str) -> str:
+    """Reverse complement of DNA text, keeping each letter's case."""
+    return text.translate(_TEXT_COMPLEMENT)[::-1]
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """One sequence record.
+
+    Attributes
+    ----------
+    id : str
+        Record id (first word of the FASTA header).
+    text : str
+        The residues as read, case kept (lower case = soft-masked).
+    codes : numpy.ndarray
+        ``uint8`` codes in the scoring scheme's alphabet.
+    description : str
+        Rest of the FASTA header.
+    """
+
+    id: str
+    text: str
+    codes: np.ndarray = field(repr=False, compare=False)
+    description: str = ""
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+@dataclass(frozen=True)
+class ScoringScheme:
+    """Substitution scores and affine gap costs.
+
+    Attributes
+    ----------
+    alphabet : Alphabet
+        DNA or protein.
+    matrix : numpy.ndarray
+        ``int32`` square matrix indexed by codes, ``alphabet.size`` on a side.
+    gap_open, gap_extend : int
+        A gap of length ``k`` costs ``gap_open + k * gap_extend`` (both >= 0; extend >= 1).
+    name : str
+        The matrix name or ``match=..,mismatch=..``; written into output headers.
+    """
+
+    alphabet: Alphabet
+    matrix: np.ndarray = field(repr=False, compare=False)
+    gap_open: int
+    gap_extend: int
+    name: str
+
+    @classmethod
+    def dna(cls, match: int = 2, mismatch: int = -3, gap_open: int = 5, gap_extend: int = 2,
+            ambiguity: int = -1) -> "ScoringScheme":
+        """Match/mismatch scoring for DNA (defaults: BLASTN's 2/-3, open 5, extend 2)."""
+        if match <= 0:
+            raise InputError(f"--match must be positive, got {match}")
+        if mismatch >= match:
+            raise InputError(f"--mismatch ({mismatch}) must be lower than --match ({match})")
+        _check_gaps(gap_open, gap_extend)
+        size = DNA.size
+        matrix = np.full((size, size), ambiguity, dtype=np.int32)
+        matrix[:4, :4] = mismatch
+        np.fill_diagonal(matrix[:4, :4], match)
+        name = f"match={match},mismatch={mismatch},ambiguity={ambiguity}"
+        return cls(DNA, matrix, int(gap_open), int(gap_extend), name)
+
+    @classmethod
+    def from_matrix(cls, name: str, gap_open: int = 11, gap_extend: int = 1) -> "ScoringScheme":
+        """A named matrix from ``Bio.Align.substitution_matrices`` (BLOSUM62, PAM30, NUC.4.4, ...).
+
+        Nucleotide matrices (all letters in the IUPAC DNA set) give a DNA scheme;
+        others a protein scheme. Letters of our alphabet that the matrix lacks are
+        scored as ``X`` (protein) or ``N`` (DNA).
+        """
+        from Bio.Align import substitution_matrices
+
+        try:
+            source = substitution_matrices.load(name.upper() if name.upper() in
+                                                substitution_matrices.load() else name)
+        except (FileNotFoundError, ValueError, OSError):
+            known = ", ".join(substitution_matrices.load())
+            raise InputError(f"unknown substitution matrix {name!r} (known: {known})") from None
+        _check_gaps(gap_open, gap_extend)
+        letters = "".join(source.alphabet).upper()
+        alphabet = DNA if set(letters) <= set(DNA_LETTERS + "U") else PROTEIN
+        fallback = "X" if alphabet is PROTEIN else "N"
+        if fallback not in letters:
+            fallback = letters[-1]
+
+        def column(letter: str) -> str:
+            return letter if letter in letters else fallback
+
+        size = alphabet.size
+        matrix = np.zeros((size, size), dtype=np.int32)
+        for a, la in enumerate(alphabet.letters):
+            for b, lb in enumerate(alphabet.letters):
+                value = source[column(la), column(lb)]
+                if value != int(value):
+                    raise InputError(f"matrix {name!r} has non-integer scores; gpualign needs integers")
+                matrix[a, b] = int(value)
+        return cls(alphabet, matrix, int(gap_open), int(gap_extend), name.upper())
+
+    @property
+    def is_dna(self) -> bool:
+        """True for the DNA alphabet (both strands can be aligned)."""
+        return self.alphabet is DNA
+
+    def gap_cost(self, length: int) -> int:
+        """Cost (a positive number) of one gap of ``length`` columns."""
+        return self.gap_open + length * self.gap_extend if length > 0 else 0
+
+    def score_bound(self, query_length: int, target_length: int) -> int:
+        """Bound on the absolute value of any DP cell for sequences of these lengths."""
+        longest = query_length + target_length
+        worst = int(np.abs(self.matrix).max())
+        return longest * (worst + self.gap_extend) + 2 * self.gap_open
+
+    def check_score_range(self, query_length: int, target_length: int) -> None:
+        """Raise :class:`InputError` if scores could overflow the engines' 32-bit integers."""
+        if self.score_bound(query_length, target_length) >= -NEG_INF // 2:
+            raise InputError(f"sequences of {query_length} and {target_length} residues could "
+                             "overflow 32-bit scores with this scoring scheme")
+
+    def encode(self, sequence_id: str, text: str, path: str | None = None,
+               description: str = "") -> Sequence:
+        """Encode one record's text into a :class:`Sequence` (errors name ``path`` and the record)."""
+        codes = self.alphabet.encode(text, path=path, record=sequence_id)
+        return Sequence(sequence_id, text, codes, description)
+
+    def describe(self) -> str:
+        """One-line description: matrix or match/mismatch, and gap costs."""
+        return f"{self.name}, gap open {self.gap_open}, gap extend {self.gap_extend}"
+
+
+def _check_gaps(gap_open: int, gap_extend: int) -> None:
+    if int(gap_open) != gap_open or int(gap_extend) != gap_extend:
+        raise InputError("gap penalties must be integers")
+    if gap_open < 0:
+        raise InputError(f"--gap-open must be 0 or more (a cost), got {gap_open}")
+    if gap_extend < 1:
+        raise InputError(f"--gap-extend must be 1 or more (a cost per gap column), got {gap_extend}")
