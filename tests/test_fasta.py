@@ -1,0 +1,64 @@
+"""FASTA reading: plain and gzip, many records, case kept, and one-line errors for bad files."""
+
+import gzip
+
+import pytest
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.fasta import iter_fasta_text, read_fasta, write_fasta
+from gpualign_plugin.scoring import ScoringScheme
+
+DNA = ScoringScheme.dna()
+
+
+def write(path, text, compress=False):
+    if compress:
+        with gzip.open(path, "wt") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_many_records_plain_and_gzip_with_case_kept(tmp_path, compress):
+    path = write(tmp_path / "g.fa", ">chr1 first one\nACGTacgt\nNNAC\n\n>chr2\r\nggcc\r\n", compress)
+    records = read_fasta(path, DNA)
+    assert [r.id for r in records] == ["chr1", "chr2"]
+    assert records[0].text == "ACGTacgtNNAC" and records[0].description == "first one"
+    assert records[1].text == "ggcc" and len(records[1]) == 4
+
+
+def test_write_then_read_round_trips(tmp_path):
+    path = tmp_path / "out.fa"
+    with open(path, "w") as handle:
+        write_fasta(handle, [("a", "ACGT" * 40), ("b", "gg")], width=60)
+    assert [(n, t) for n, _, t in iter_fasta_text(path)] == [("a", "ACGT" * 40), ("b", "gg")]
+    assert max(len(line) for line in path.read_text().splitlines()) == 60
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "file is empty"),
+    ("\n\n", "file is empty"),
+    ("ACGT\n>r\nAC\n", "line 1: not a FASTA file"),
+    (">r1\nACGT\n>r2\n", "record 'r2': record has an empty sequence"),
+    (">r1\nACGT\n>r1\nAC\n", "record 'r1': line 3: duplicate record name"),
+    (">\nACGT\n", "line 1: record header has no name"),
+    (">r1\nACGZT\n", "record 'r1': position 4: character 'Z'"),
+])
+def test_bad_files_give_one_line_naming_file_record_and_position(tmp_path, content, message):
+    path = write(tmp_path / "bad.fa", content)
+    with pytest.raises(InputError) as err:
+        read_fasta(path, DNA)
+    text = str(err.value)
+    assert text.startswith(path) and message in text and "\n" not in text
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_fasta(str(tmp_path / "nope.fa"), DNA)
+
+
+def test_comment_lines_before_the_first_record_are_skipped(tmp_path):
+    path = write(tmp_path / "c.fa", ";comment\n>r\nAC\n")
+    assert read_fasta(path, DNA)[0].text == "AC"

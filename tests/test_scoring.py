@@ -1,0 +1,101 @@
+"""Scoring model: alphabets, encoding, matrices, gap convention and their errors."""
+
+import numpy as np
+import pytest
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.scoring import (DNA, NEG_INF, PROTEIN, ScoringScheme, reverse_complement_codes,
+                                     reverse_complement_text)
+
+
+def test_dna_encoding_is_case_insensitive_and_reads_u_as_t():
+    assert list(DNA.encode("ACGTacgtUu")) == [0, 1, 2, 3, 0, 1, 2, 3, 3, 3]
+
+
+def test_every_iupac_code_is_accepted_and_scored_with_the_ambiguity_score():
+    scheme = ScoringScheme.dna(match=2, mismatch=-3, ambiguity=-7)
+    codes = DNA.encode("RYSWKMBDHVN")
+    assert (codes >= 4).all()
+    assert (scheme.matrix[codes][:, :4] == -7).all()
+    assert scheme.matrix[0, 0] == 2 and scheme.matrix[0, 1] == -3
+
+
+def test_reverse_complement_of_codes_and_text_agree():
+    text = "ACGTRYKMBVDHNSWacgt"
+    rc_text = reverse_complement_text(text)
+    assert rc_text == "acgtWSNDHBVKMRYACGT"
+    assert DNA.decode(reverse_complement_codes(DNA.encode(text))) == rc_text.upper()
+
+
+def test_reverse_complement_is_an_involution():
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, DNA.size, 500).astype(np.uint8)
+    assert np.array_equal(reverse_complement_codes(reverse_complement_codes(codes)), codes)
+
+
+def test_protein_alphabet_holds_the_twenty_amino_acids_and_bzxuo_stop():
+    assert set("ACDEFGHIKLMNPQRSTVWY") | set("BZXUO*") == set(PROTEIN.letters)
+
+
+def test_named_matrix_matches_biopython_and_scores_u_and_o_as_x():
+    from Bio.Align import substitution_matrices
+
+    blosum = substitution_matrices.load("BLOSUM62")
+    scheme = ScoringScheme.from_matrix("blosum62", 11, 1)
+    letters = PROTEIN.letters
+    for a in "ARNDCQEGHILKMFPSTWYVBZX*":
+        for b in "ARNDCQEGHILKMFPSTWYV":
+            assert scheme.matrix[letters.index(a), letters.index(b)] == blosum[a, b]
+    u, x = letters.index("U"), letters.index("X")
+    assert np.array_equal(scheme.matrix[u], scheme.matrix[x])
+
+
+@pytest.mark.parametrize("name", ["BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "PAM30", "PAM70", "PAM250"])
+def test_standard_protein_matrices_load(name):
+    scheme = ScoringScheme.from_matrix(name)
+    assert scheme.alphabet is PROTEIN and scheme.matrix.dtype == np.int32
+
+
+def test_nucleotide_matrix_gives_a_dna_scheme():
+    assert ScoringScheme.from_matrix("NUC.4.4", 5, 2).is_dna
+
+
+def test_gap_of_length_k_costs_open_plus_k_extend():
+    scheme = ScoringScheme.dna(gap_open=5, gap_extend=2)
+    assert [scheme.gap_cost(k) for k in range(4)] == [0, 7, 9, 11]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"gap_open": -1}, "--gap-open"),
+    ({"gap_extend": 0}, "--gap-extend"),
+    ({"match": 0}, "--match"),
+    ({"match": 1, "mismatch": 2}, "--mismatch"),
+])
+def test_senseless_scoring_parameters_are_refused(kwargs, words):
+    with pytest.raises(InputError, match=words):
+        ScoringScheme.dna(**kwargs)
+
+
+def test_unknown_matrix_is_refused_with_the_known_names():
+    with pytest.raises(InputError, match="BLOSUM62"):
+        ScoringScheme.from_matrix("BLOSUM63")
+
+
+def test_protein_given_to_a_dna_scheme_names_record_and_position():
+    with pytest.raises(InputError) as err:
+        ScoringScheme.dna().encode("chr1", "ACGTQ", path="x.fa")
+    assert str(err.value).startswith("x.fa: record 'chr1': position 5:")
+    assert "protein" in str(err.value)
+
+
+def test_nucleotides_given_to_a_protein_scheme_are_refused():
+    with pytest.raises(InputError, match="looks like nucleotides"):
+        ScoringScheme.from_matrix("BLOSUM62").encode("r", "ACGTTGCAACGTAGCT", path="p.fa")
+
+
+def test_score_range_check_refuses_overflowing_sizes():
+    scheme = ScoringScheme.dna()
+    scheme.check_score_range(10**6, 10**6)
+    with pytest.raises(InputError, match="overflow"):
+        scheme.check_score_range(10**8, 10**8)
+    assert scheme.score_bound(10**6, 10**6) < -NEG_INF // 2
