@@ -65,3 +65,16 @@ def probe(device: int = 0) -> GpuStatus:
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     return GpuStatus(True, "", device, name, int(props["totalGlobalMem"]),
                      (int(props["major"]), int(props["minor"])), int(props["multiProcessorCount"]))
+
+
+def peak_memory_bytes() -> int:
+    """GPU memory held by CuPy's default memory pool, in bytes (0 without CuPy).
+
+    The pool keeps freed blocks for reuse and gpualign never empties it during a
+    run, so at the end of a run this is the run's peak device allocation.
+    """
+    try:
+        import cupy
+    except Exception:
+        return 0
+    return int(cupy.get_default_memory_pool().total_bytes())
