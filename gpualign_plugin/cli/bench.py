@@ -1,0 +1,237 @@
+"""``gpualign bench``: measured throughput (GCUPS) of every available engine on generated inputs.
+
+Speed is measured here and never asserted in tests. Each row is the median of
+``--repeat`` timed runs after one untimed warm-up (JIT compilation and kernel
+loading stay out of the numbers). When the CPU and GPU engines both run the same
+input, the ``agrees`` column says whether their scores (and, for full
+alignments, CIGARs) are identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.machine import cpu_description
+from gpualign_plugin.scoring import ScoringScheme
+
+TASKS = ("score", "align", "batch")
+
+EPILOG = """examples:
+  gpualign bench                                  # local score-only and alignment at 20 kbp, the batch workload
+  gpualign bench --tasks score --sizes 20000x20000 --threads 1
+  gpualign bench --backend gpu --sizes 100000x100000,1000000x1000000 --cpu-max-cells 1e10"""
+
+
+def register(subparsers) -> None:
+    """Add the ``bench`` subcommand."""
+    parser = subparsers.add_parser(
+        "bench", help="measure GCUPS of each engine on generated related sequences",
+        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", default="score,align,batch",
+                        help=f"comma-separated tasks among {', '.join(TASKS)} [score,align,batch]")
+    parser.add_argument("--sizes", default="20000x20000",
+                        help="comma-separated QUERYxTARGET lengths for score/align [20000x20000]")
+    parser.add_argument("--mode", choices=("local", "global", "semiglobal"), default="local")
+    parser.add_argument("--batch", default="1000x512", metavar="PAIRSxLENGTH",
+                        help="batch workload: number of pairs x length, with traceback [1000x512]")
+    parser.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
+                        help="auto: the CPU and, if usable, the GPU; gpu: the GPU and the CPU for "
+                             "comparison; cpu: the CPU only [auto]")
+    parser.add_argument("--device", type=int, default=0, metavar="N")
+    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads for batch (0 = all)")
+    parser.add_argument("--repeat", type=int, default=3, metavar="N", help="timed runs per row; median [3]")
+    parser.add_argument("--cpu-max-cells", type=float, default=2e10, metavar="N",
+                        help="skip CPU score/align rows larger than this many cells [2e10]")
+    parser.add_argument("--divergence", type=float, default=0.02,
+                        help="substitution rate between the two generated sequences [0.02]; indels are "
+                             "a twentieth of it")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--match", type=int, default=1)
+    parser.add_argument("--mismatch", type=int, default=-3)
+    parser.add_argument("--gap-open", type=int, default=3)
+    parser.add_argument("--gap-extend", type=int, default=2)
+    parser.set_defaults(run=run)
+
+
+def related_pair(query_length: int, target_length: int, divergence: float, seed: int):
+    """Two related random DNA code arrays (uint8, ACGT codes 0-3).
+
+    The target is uniform random; the query is a copy of its first
+    ``query_length`` bases (random bases appended if it is longer) with
+    substitutions at rate ``divergence`` and insertions and deletions, each at
+    rate ``divergence / 20``, of 1-5 bases.
+    """
+    rng = np.random.default_rng(seed)
+    target = rng.integers(0, 4, target_length, dtype=np.uint8)
+    base = target[:query_length]
+    if query_length > target_length:
+        base = np.concatenate([base, rng.integers(0, 4, query_length - target_length, dtype=np.uint8)])
+    query = base.copy()
+    substituted = rng.random(len(query)) < divergence
+    query[substituted] = (query[substituted] + rng.integers(1, 4, int(substituted.sum()), dtype=np.uint8)) % 4
+    indel_rate = divergence / 20
+    pieces = []
+    position = 0
+    for site in np.flatnonzero(rng.random(len(query)) < indel_rate):
+        if site < position:
+            continue
+        length = int(rng.integers(1, 6))
+        pieces.append(query[position:site])
+        if rng.random() < 0.5:
+            pieces.append(rng.integers(0, 4, length, dtype=np.uint8))
+            position = site
+        else:
+            position = site + length
+    pieces.append(query[position:])
+    query = np.concatenate(pieces)[:query_length] if pieces else query
+    if len(query) < query_length:
+        query = np.concatenate([query, rng.integers(0, 4, query_length - len(query), dtype=np.uint8)])
+    return query, target
+
+
+@dataclass
+class Row:
+    """One measured line of the table."""
+
+    task: str
+    engine: str
+    device: str
+    size: str
+    seconds: float
+    cells: float
+    memory: str
+    result: str
+    agrees: str = ""
+
+    @property
+    def gcups(self) -> float:
+        """Giga cell updates per second."""
+        return self.cells / self.seconds / 1e9 if self.seconds > 0 else float("nan")
+
+
+def _time(function, repeat: int):
+    function()  # warm-up: compilation and kernel loading stay out of the numbers
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def _rss() -> str:
+    return f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB RSS (process peak)"
+
+
+def _engines(backend: str, device: int):
+    from gpualign_plugin.backend import resolve_backend
+    from gpualign_plugin.engines import pairwise as cpu
+
+    engines = [("cpu", cpu, cpu_description())]
+    if backend in ("auto", "gpu") and resolve_backend(backend, device) == "gpu":
+        from gpualign_plugin.gpu import pairwise as gpu
+        from gpualign_plugin.gpu.runtime import probe
+
+        engines.append(("gpu", gpu, probe(device).name))
+    return engines
+
+
+def _gpu_memory(engine: str) -> str:
+    if engine != "gpu":
+        return _rss()
+    from gpualign_plugin.gpu.runtime import peak_memory_bytes
+
+    return f"{peak_memory_bytes() / 2**20:.0f} MiB GPU pool"
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``'20000x30000'`` -> ``(20000, 30000)``; raises :class:`InputError` otherwise."""
+    try:
+        left, right = text.lower().split("x")
+        return int(float(left)), int(float(right))
+    except ValueError:
+        raise InputError(f"size {text!r} is not of the form LENGTHxLENGTH") from None
+
+
+def bench_rows(args: argparse.Namespace) -> list[Row]:
+    """Run every requested measurement and return the rows (CPU first, then GPU)."""
+    scheme = ScoringScheme.dna(args.match, args.mismatch, args.gap_open, args.gap_extend)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    unknown = sorted(set(tasks) - set(TASKS))
+    if unknown:
+        raise InputError(f"unknown bench task(s) {', '.join(unknown)}; choose from {', '.join(TASKS)}")
+    engines = _engines(args.backend, args.device)
+    rows: list[Row] = []
+    for size_text in args.sizes.split(",") if {"score", "align"} & set(tasks) else []:
+        m, n = parse_size(size_text)
+        query, target = related_pair(m, n, args.divergence, args.seed)
+        for task in ("score", "align"):
+            if task not in tasks:
+                continue
+            results = {}
+            for name, module, device in engines:
+                if name == "cpu" and m * n > args.cpu_max_cells:
+                    rows.append(Row(task, name, device, f"{m}x{n}", float("nan"), m * n, "",
+                                    f"skipped (> --cpu-max-cells {args.cpu_max_cells:g})"))
+                    continue
+                function = module.score_pair if task == "score" else module.align_pair
+                kwargs = {"device": args.device} if name == "gpu" else {}
+                seconds, result = _time(lambda: function(query, target, scheme, args.mode, **kwargs),
+                                        args.repeat)
+                results[name] = result
+                summary = f"score {result.score} end ({result.query_end},{result.target_end})"
+                if task == "align":
+                    summary += f" cigar runs {len(result.cigar)}"
+                rows.append(Row(task, name, device, f"{m}x{n}", seconds, m * n, _gpu_memory(name), summary))
+            if len(results) == 2:
+                rows[-1].agrees = "yes" if results["cpu"] == results["gpu"] else "NO"
+    if "batch" in tasks:
+        rows.extend(_batch_rows(args, scheme))
+    return rows
+
+
+def _batch_rows(args, scheme) -> list[Row]:
+    from gpualign_plugin.cli.common import apply_threads
+    from gpualign_plugin.engines.pairwise import align_batch
+
+    count, length = parse_size(args.batch)
+    threads = apply_threads(args.threads)
+    pairs = [related_pair(length, length, args.divergence, args.seed + k) for k in range(count)]
+    seconds, results = _time(lambda: align_batch(pairs, scheme, args.mode), args.repeat)
+    summary = f"{count} alignments, total score {sum(r.score for r in results)}"
+    device = f"{cpu_description()}, {threads} threads"
+    return [Row("batch+traceback", "cpu", device, f"{count}x{length}", seconds, count * length * length,
+                _rss(), summary)]
+
+
+def format_table(rows: list[Row]) -> str:
+    """The rows as an aligned text table, machine description first."""
+    header = ["task", "engine", "size", "seconds", "GCUPS", "memory", "result", "agrees"]
+    lines = [[r.task, r.engine, r.size, f"{r.seconds:.4f}", f"{r.gcups:.3f}", r.memory, r.result, r.agrees]
+             for r in rows]
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
+    out = [f"# machine: {platform.node()}; CPU: {cpu_description()}; Python {platform.python_version()}"]
+    for name in dict.fromkeys(f"{r.engine}: {r.device}" for r in rows):
+        out.append(f"# {name}")
+    for line in [header] + lines:
+        out.append("  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip())
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpualign bench`` and print the table on stdout."""
+    if args.repeat < 1:
+        raise InputError("--repeat must be at least 1")
+    rows = bench_rows(args)
+    print(format_table(rows))
+    sys.stdout.flush()
+    return 0 if all(r.agrees != "NO" for r in rows) else 1

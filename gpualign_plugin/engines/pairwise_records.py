@@ -1,0 +1,117 @@
+"""Aligning records of two FASTA files: every query to every target (or listed pairs), both strands.
+
+This is what ``gpualign pairwise`` runs: for each (query, target) pair and each
+strand asked for, one exact alignment (``engines.pairwise.align_sequences``);
+alignments scoring below ``min_score`` are dropped; the rest are placed
+(primary / secondary, MAPQ) by :func:`gpualign_plugin.engines.placement.place`.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.model import Alignment
+from gpualign_plugin.scoring import ScoringScheme, Sequence
+
+
+def read_pairs_file(path: str, queries: Iterable[Sequence], targets: Iterable[Sequence]) -> list[tuple[str, str]]:
+    """Read ``QUERY_ID TARGET_ID`` lines (whitespace-separated; ``#`` starts a comment).
+
+    Raises :class:`InputError` naming the file and line for a malformed line or an
+    id that is not in the query or target file.
+    """
+    query_ids = {q.id for q in queries}
+    target_ids = {t.id for t in targets}
+    if not os.path.exists(path):
+        raise InputError("no such file", path=path)
+    pairs = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            words = line.split()
+            if len(words) != 2:
+                raise InputError("expected two ids (query target)", path=path, position=number,
+                                 position_kind="line")
+            if words[0] not in query_ids:
+                raise InputError(f"query id {words[0]!r} is not in the query file", path=path,
+                                 position=number, position_kind="line")
+            if words[1] not in target_ids:
+                raise InputError(f"target id {words[1]!r} is not in the target file", path=path,
+                                 position=number, position_kind="line")
+            pairs.append((words[0], words[1]))
+    if not pairs:
+        raise InputError("no pairs listed", path=path)
+    return pairs
+
+
+def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,
+                  mode: str = "local", strands: str = "both", min_score: int | None = None,
+                  backend: str = "cpu", device: int = 0, pairs: list[tuple[str, str]] | None = None,
+                  threads: int = 1, on_pair_done: Callable[[int], None] | None = None) -> list[Alignment]:
+    """Align queries to targets and place the results.
+
+    Parameters
+    ----------
+    queries, targets : list of Sequence
+        Encoded records (same scheme).
+    mode : {'local', 'global', 'semiglobal'}
+    strands : {'both', 'plus'}
+        ``'both'`` also aligns the reverse complement of each query (DNA only).
+    min_score : int, optional
+        Alignments scoring below this are dropped (local alignments with no
+        positive score never exist).
+    backend : {'cpu', 'gpu'}
+        Already resolved (see :func:`gpualign_plugin.backend.resolve_backend`).
+    pairs : list of (query id, target id), optional
+        Align only these pairs; default every query with every target.
+    threads : int
+        Pairs aligned concurrently on the CPU backend.
+    on_pair_done : callable, optional
+        Called with the number of DP cells of each finished (pair, strand).
+
+    Returns
+    -------
+    list of Alignment
+        Placed alignments: per query in query-file order, primary first.
+    """
+    from gpualign_plugin.engines.pairwise import align_sequences
+    from gpualign_plugin.engines.placement import place
+
+    if strands not in ("both", "plus"):
+        raise ValueError(f"strands must be 'both' or 'plus', got {strands!r}")
+    if strands == "both" and not scheme.is_dna:
+        raise InputError("--strand both needs DNA; protein has one strand (use --strand plus)")
+    by_query = {q.id: q for q in queries}
+    by_target = {t.id: t for t in targets}
+    query_rank = {q.id: k for k, q in enumerate(queries)}
+    target_rank = {t.id: k for k, t in enumerate(targets)}
+    if pairs is None:
+        pairs = [(q.id, t.id) for q in queries for t in targets]
+    strand_list = ("+", "-") if strands == "both" else ("+",)
+    jobs = [(by_query[q], by_target[t], s) for q, t in pairs for s in strand_list]
+    for query, target, _ in jobs:
+        scheme.check_score_range(len(query), len(target))
+
+    def run(job):
+        query, target, strand = job
+        result = align_sequences(query, target, scheme, mode, strand=strand, backend=backend,
+                                 device=device)
+        if on_pair_done is not None:
+            on_pair_done(len(query) * len(target))
+        return result
+
+    workers = 1 if backend == "gpu" else max(1, threads)
+    if workers == 1:
+        results = [run(job) for job in jobs]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(run, jobs))
+    kept = [a for a in results if a is not None and (min_score is None or a.score >= min_score)]
+    # place() breaks score ties by input order, which must be target-file order, then + before -.
+    kept.sort(key=lambda a: (query_rank[a.query_id], target_rank[a.target_id], a.strand == "-"))
+    return place(kept)
