@@ -1,0 +1,88 @@
+"""Placement: which alignment of a query is primary, and how sure we are (MAPQ).
+
+Implements the "Placement" rule of ``docs/ALGORITHMS.md``. Filtering by
+``--min-score`` is the caller's job; this module ranks whatever it is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Sequence
+
+from gpualign_plugin.model import Alignment
+
+MAX_MAPQ = 60
+"""MAPQ of a unique placement; the SAM spec reserves 255 for "unavailable"."""
+
+
+def primary_mapq(best: int, second: int | None) -> int:
+    """MAPQ of a primary alignment from the best and second-best scores of its query.
+
+    Parameters
+    ----------
+    best : int
+        Score of the primary alignment.
+    second : int or None
+        Score of the best secondary alignment, ``None`` when the query has only one.
+
+    Returns
+    -------
+    int
+        ``0`` if ``second == best``; otherwise
+        ``min(60, floor(60 * (best - second) / best))`` with ``second = 0`` when
+        there is none. When ``best <= 0`` (possible in global mode) the formula has
+        no meaning and the MAPQ is ``0``; a result below 0 cannot occur otherwise.
+    """
+    second = 0 if second is None else second
+    if best <= 0 or second == best:
+        return 0
+    return min(MAX_MAPQ, (MAX_MAPQ * (best - second)) // best)
+
+
+def place(alignments: Iterable[Alignment], target_order: Sequence[str] | None = None) -> list[Alignment]:
+    """Rank each query's alignments, flag primary and secondary, and set MAPQ.
+
+    Parameters
+    ----------
+    alignments : iterable of Alignment
+        Typically one alignment per query, target and strand, already above the
+        minimum score.
+    target_order : sequence of str, optional
+        Target ids in the order of their file (the last tie-break). By default, the
+        order in which target ids first appear in ``alignments``.
+
+    Returns
+    -------
+    list of Alignment
+        New objects (``dataclasses.replace``) with ``is_primary`` and ``mapq`` set.
+        Grouped by query, queries in order of their first appearance in
+        ``alignments``; inside a query by rank: score descending, then ``'+'``
+        before ``'-'``, then target order, then input order. The first of each
+        query is primary with MAPQ from :func:`primary_mapq`; the others are
+        secondary with MAPQ 0.
+
+    Raises
+    ------
+    ValueError
+        If an alignment's target is missing from an explicit ``target_order``.
+    """
+    alignments = list(alignments)
+    if target_order is None:
+        target_order = list(dict.fromkeys(a.target_id for a in alignments))
+    target_rank = {name: rank for rank, name in enumerate(target_order)}
+    by_query: dict[str, list[tuple[int, Alignment]]] = {}
+    for index, alignment in enumerate(alignments):
+        if alignment.target_id not in target_rank:
+            raise ValueError(f"target {alignment.target_id!r} is not in target_order")
+        by_query.setdefault(alignment.query_id, []).append((index, alignment))
+
+    placed: list[Alignment] = []
+    for group in by_query.values():
+        ranked = [a for _, a in sorted(
+            group, key=lambda item: (-item[1].score, item[1].strand != "+",
+                                     target_rank[item[1].target_id], item[0]))]
+        second = ranked[1].score if len(ranked) > 1 else None
+        placed.append(dataclasses.replace(ranked[0], is_primary=True,
+                                          mapq=primary_mapq(ranked[0].score, second)))
+        placed.extend(dataclasses.replace(a, is_primary=False, mapq=0) for a in ranked[1:])
+    return placed
