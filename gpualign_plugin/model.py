@@ -226,3 +226,58 @@ def score_cigar(cigar: Cigar, query: np.ndarray, target: np.ndarray, scheme: Sco
         else:
             raise ValueError(f"unexpected CIGAR op {op!r}")
     return score
+
+
+@dataclass(frozen=True)
+class MultipleAlignment:
+    """A global alignment of several sequences (rows), as written to MAF, aligned FASTA and Clustal.
+
+    Every tuple attribute holds one entry per row, in row order.
+
+    Attributes
+    ----------
+    ids : tuple of str
+        Record ids.
+    sources : tuple of str
+        MAF ``src`` names (``genome.record`` when a genome name was given, else the record id).
+    rows : tuple of str
+        Gapped text, one character per column, ``'-'`` for a gap, case kept. A row on the
+        minus strand reads the reverse complement of ``source[start:end]``.
+    score : int
+        Sum-of-pairs score under the scheme and gap cost it was computed with.
+    starts, ends : tuple of int
+        0-based half-open interval of each row on the **forward** strand of its source
+        (the convention of the module docstring; MAF's own minus-strand start is
+        :meth:`maf_start`).
+    strands : tuple of str
+        ``'+'`` or ``'-'``.
+    source_lengths : tuple of int
+        Full length of each source sequence (MAF ``srcSize``).
+    name : str
+        Optional name of the alignment (the triplet's name in ``gpualign align3``).
+    """
+
+    ids: tuple
+    sources: tuple
+    rows: tuple
+    score: int
+    starts: tuple
+    ends: tuple
+    strands: tuple
+    source_lengths: tuple
+    name: str = ""
+
+    @property
+    def columns(self) -> int:
+        """Number of alignment columns."""
+        return len(self.rows[0]) if self.rows else 0
+
+    def maf_start(self, row: int) -> int:
+        """MAF start of ``row``: 0-based, counted on the reverse complement for the minus strand.
+
+        For ``'-'`` this is ``source_length - end``: the row's residues are
+        ``reverse_complement(source)[maf_start : maf_start + size]``.
+        """
+        if self.strands[row] == "-":
+            return self.source_lengths[row] - self.ends[row]
+        return self.starts[row]
