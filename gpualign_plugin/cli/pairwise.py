@@ -68,21 +68,33 @@ def output_formats(paths: list[str], forced: str | None) -> list[tuple[str, str]
 
 
 def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -> None:
-    """Write ``alignments`` to every ``(path, format)`` in ``outputs``."""
+    """Write ``alignments`` to every ``(path, format)`` in ``outputs``: all of them, or none on failure."""
     from gpualign_plugin.io.paf import write_paf
     from gpualign_plugin.io.pairwise_text import write_pairwise_text
     from gpualign_plugin.io.sam import write_alignments
     from gpualign_plugin.io.atomic import atomic_text
 
     query_by_id = {q.id: q for q in queries}
-    for path, fmt in outputs:
-        if fmt in ("bam", "sam"):
-            write_alignments(path, alignments, query_by_id, targets, scheme, cmdline, fmt=fmt)
-        elif fmt == "paf":
-            write_paf(path, alignments)
-        else:
-            with atomic_text(path) as handle:
-                write_pairwise_text(handle, alignments, query_by_id, {t.id: t for t in targets}, scheme, cmdline)
+    written: list[str] = []
+    try:
+        for path, fmt in outputs:
+            if fmt in ("bam", "sam"):
+                write_alignments(path, alignments, query_by_id, targets, scheme, cmdline, fmt=fmt)
+                written += [path, path + ".bai", path + ".csi"]
+            elif fmt == "paf":
+                write_paf(path, alignments)
+                written.append(path)
+            else:
+                with atomic_text(path) as handle:
+                    write_pairwise_text(handle, alignments, query_by_id, {t.id: t for t in targets}, scheme,
+                                        cmdline)
+                written.append(path)
+    except BaseException:
+        # All outputs or none: a run that fails half-way removes what it already wrote.
+        for path in written:
+            if os.path.exists(path):
+                os.unlink(path)
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
