@@ -281,3 +281,118 @@ class MultipleAlignment:
         if self.strands[row] == "-":
             return self.source_lengths[row] - self.ends[row]
         return self.starts[row]
+
+
+@dataclass(frozen=True)
+class SyntenicBlock:
+    """One region of a syntenic alignment: a matching region or a difference block.
+
+    Attributes
+    ----------
+    kind : str
+        ``'match'`` (the residues are aligned, path in :attr:`cigar`) or
+        ``'difference'`` (an unaligned region on both sequences; either side may be empty).
+    query_start, query_end, target_start, target_end : int
+        0-based half-open intervals on the forward strand.
+    score : int
+        A matching region: the score of its CIGAR (:func:`score_cigar`); a
+        difference block: minus the block penalty.
+    cigar : Cigar
+        ``=XID`` CIGAR of a matching region along the target; empty for a difference block.
+    """
+
+    kind: str
+    query_start: int
+    query_end: int
+    target_start: int
+    target_end: int
+    score: int
+    cigar: Cigar = Cigar(())
+
+    @property
+    def query_span(self) -> int:
+        """Residues of the query the region covers."""
+        return self.query_end - self.query_start
+
+    @property
+    def target_span(self) -> int:
+        """Residues of the target the region covers."""
+        return self.target_end - self.target_start
+
+    @property
+    def matches(self) -> int:
+        """Columns with identical residues (0 for a difference block)."""
+        return sum(n for n, op in self.cigar.runs if op == "=")
+
+    @property
+    def identity(self) -> float:
+        """Identical columns over all columns of a matching region; 0 for a difference block."""
+        columns = self.cigar.columns()
+        return self.matches / columns if columns else 0.0
+
+
+@dataclass(frozen=True)
+class SyntenicAlignment:
+    """A generalized global (syntenic) alignment: matching regions and difference blocks in order.
+
+    The blocks tile both sequences: each starts where the previous one ended, the
+    first at ``(0, 0)``, the last ends at ``(query_length, target_length)``.
+
+    Attributes
+    ----------
+    query_id, target_id : str
+        Record ids.
+    query_length, target_length : int
+        Full record lengths.
+    score : int
+        Total score: matching region scores minus ``block_penalty`` per difference block.
+    block_penalty : int
+        The cost of one difference block this alignment was computed with.
+    blocks : tuple of SyntenicBlock
+        The regions in sequence order.
+    """
+
+    query_id: str
+    target_id: str
+    query_length: int
+    target_length: int
+    score: int
+    block_penalty: int
+    blocks: tuple = ()
+
+    @property
+    def matching_regions(self) -> tuple:
+        """The blocks of kind ``'match'``."""
+        return tuple(b for b in self.blocks if b.kind == "match")
+
+    @property
+    def difference_blocks(self) -> tuple:
+        """The blocks of kind ``'difference'``."""
+        return tuple(b for b in self.blocks if b.kind == "difference")
+
+    def recompute_score(self, query_codes: np.ndarray, target_codes: np.ndarray,
+                        scheme: ScoringScheme) -> int:
+        """Score the alignment again from its blocks, CIGARs and the sequences.
+
+        Checks that the blocks tile both sequences and that every matching region's
+        CIGAR spans its intervals (``ValueError`` otherwise); returns the sum of the
+        matching regions' CIGAR scores minus ``block_penalty`` per difference block.
+        """
+        query_at = target_at = 0
+        total = 0
+        for block in self.blocks:
+            if (block.query_start, block.target_start) != (query_at, target_at):
+                raise ValueError(f"block at {block.query_start}/{block.target_start} does not start "
+                                 f"where the previous one ended ({query_at}/{target_at})")
+            query_at, target_at = block.query_end, block.target_end
+            if block.kind == "difference":
+                total -= self.block_penalty
+                continue
+            query = np.asarray(query_codes)[block.query_start:block.query_end]
+            target = np.asarray(target_codes)[block.target_start:block.target_end]
+            if block.cigar.query_length() != len(query) or block.cigar.target_length() != len(target):
+                raise ValueError(f"CIGAR {block.cigar} does not span its region")
+            total += score_cigar(block.cigar, query, target, scheme)
+        if (query_at, target_at) != (self.query_length, self.target_length):
+            raise ValueError("the blocks do not cover both sequences")
+        return total
