@@ -1,0 +1,349 @@
+"""Numba kernels of the Gotoh pairwise engine (see docs/ALGORITHMS.md, "Pairwise").
+
+Everything here is ``@njit(cache=True)`` and works on ``uint8`` code arrays, an
+``int32`` substitution matrix and ``int32`` DP rows. Orientation: ``a`` indexes
+the rows (``i``), ``b`` the columns (``j``); the public functions in
+:mod:`gpualign_plugin.engines.pairwise` decide which sequence is which.
+
+Row state: a DP row is two ``int32`` arrays ``H[j]`` and ``F[j]`` over columns
+``0..width-1``; ``E`` runs along the row and is not stored. One call of
+:func:`fill_row` turns the state of row ``i-1`` into the state of row ``i``
+in place, optionally writing the direction byte of every cell (layout in
+ALGORITHMS.md: bits 0-1 the H choice 0 stop / 1 diagonal / 2 E / 3 F, bit 2 E
+opens here, bit 3 F opens here).
+
+Boundary flags: ``col0_gap`` says whether ``H(i, 0)`` is the gap cost
+``-(o + i e)`` (global; semiglobal rows over the query) or ``0``; the caller
+builds row 0 with :func:`initial_row`. ``floor`` is ``0`` in local mode and
+``NEG_INF`` otherwise: ``H = max(..., floor)`` and a cell whose ``H`` equals
+``floor`` is a stop cell.
+
+Path operations are written as codes :data:`OP_MATCH`, :data:`OP_MISMATCH`,
+:data:`OP_INSERTION` and :data:`OP_DELETION` from the end of the path
+backwards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from gpualign_plugin.scoring import NEG_INF
+
+LOCAL, GLOBAL, SEMIGLOBAL = 0, 1, 2
+"""Mode codes used by the kernels."""
+
+STATE_H, STATE_E, STATE_F = 0, 1, 2
+"""Traceback states."""
+
+OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
+"""Path operation codes: ``=``, ``X``, ``I`` (query residue vs gap), ``D`` (target residue vs gap)."""
+
+OP_LETTERS = "=XID"
+
+
+@njit(cache=True)
+def initial_row(width, gap_open, gap_extend, row0_gap, H, F):
+    """Write row 0 into ``H`` and ``F`` (columns ``0..width-1``).
+
+    ``H(0, j)`` is ``-(o + j e)`` when ``row0_gap`` else ``0``; ``F(0, j)`` is
+    ``NEG_INF`` (``H(0, 0) = 0`` always).
+    """
+    H[0] = 0
+    F[0] = NEG_INF
+    for j in range(1, width):
+        H[j] = -(gap_open + j * gap_extend) if row0_gap else 0
+        F[j] = NEG_INF
+
+
+@njit(cache=True)
+def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
+             dirs, write_dirs):
+    """Advance the row state from row ``i-1`` to row ``i`` over columns ``0..width-1``.
+
+    Parameters
+    ----------
+    code : int
+        Code of the row residue ``a_i``.
+    i : int
+        Absolute row index (>= 1), for the column-0 boundary.
+    b : uint8 array
+        Column sequence codes (``b[j-1]`` is column ``j``).
+    H, F : int32 arrays
+        State of row ``i-1`` on entry, of row ``i`` on return.
+    dirs : uint8 array
+        The row's direction bytes (index ``j``), written when ``write_dirs``.
+
+    Returns
+    -------
+    (int, int)
+        The largest ``H(i, j)`` over ``1 <= j < width`` and its smallest ``j``
+        (``(NEG_INF, 0)`` when ``width == 1``).
+    """
+    open_extend = gap_open + gap_extend
+    srow = matrix[code]
+    h_diag = H[0]
+    h_left = -(gap_open + i * gap_extend) if col0_gap else 0
+    H[0] = h_left
+    F[0] = h_left
+    e = NEG_INF
+    best = NEG_INF
+    best_j = 0
+    for j in range(1, width):
+        e_open = h_left - open_extend
+        e = max(e_open, e - gap_extend)
+        h_up = H[j]
+        f_open = h_up - open_extend
+        f = max(f_open, F[j] - gap_extend)
+        diag = h_diag + srow[b[j - 1]]
+        h = max(max(diag, floor), max(e, f))
+        if write_dirs:
+            if h == floor:
+                d = 0
+            elif h == diag:
+                d = 1
+            elif h == e:
+                d = 2
+            else:
+                d = 3
+            if e == e_open:
+                d |= 4
+            if f == f_open:
+                d |= 8
+            dirs[j] = d
+        if h > best:
+            best = h
+            best_j = j
+        h_diag = h_up
+        H[j] = h
+        F[j] = f
+        h_left = h
+    return best, best_j
+
+
+@njit(cache=True)
+def score_kernel(a, b, matrix, gap_open, gap_extend, mode, transposed):
+    """Score and end cell of the best alignment, in O(len(b)) memory.
+
+    ``a`` indexes rows and ``b`` columns. When ``transposed`` is false, ``a`` is
+    the query and ``b`` the target; when true, ``a`` is the target and ``b`` the
+    query (the caller passes the shorter sequence as ``b``). Either way the
+    result follows the end-cell rule in query/target coordinates.
+
+    Returns
+    -------
+    (int, int, int)
+        ``(score, query_end, target_end)``; local with no positive cell gives
+        ``(0, 0, 0)``.
+    """
+    rows = a.shape[0]
+    width = b.shape[0] + 1
+    local = mode == LOCAL
+    floor = 0 if local else NEG_INF
+    # Semiglobal boundaries are not symmetric: the query side carries gap costs.
+    row0_gap = mode == GLOBAL or (mode == SEMIGLOBAL and transposed)
+    col0_gap = mode == GLOBAL or (mode == SEMIGLOBAL and not transposed)
+    H = np.empty(width, np.int32)
+    F = np.empty(width, np.int32)
+    initial_row(width, gap_open, gap_extend, row0_gap, H, F)
+    no_dirs = np.empty(0, np.uint8)
+    best = 0
+    best_q = 0
+    best_t = 0
+    if mode == SEMIGLOBAL and transposed:
+        # The end cells H(m, j) form the last column: one per row, row 0 included.
+        best = H[width - 1]
+        best_q = width - 1
+    for i in range(1, rows + 1):
+        row_best, row_j = fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor,
+                                   col0_gap, H, F, no_dirs, False)
+        if local:
+            if transposed:
+                # Cell (query row_j, target i); ties prefer the smaller query index.
+                if row_best > best or (row_best == best and row_best > 0 and row_j < best_q):
+                    best = row_best
+                    best_q = row_j
+                    best_t = i
+            elif row_best > best:
+                best = row_best
+                best_q = i
+                best_t = row_j
+        elif mode == SEMIGLOBAL and transposed:
+            if H[width - 1] > best:
+                best = H[width - 1]
+                best_t = i
+    if mode == GLOBAL:
+        best = H[width - 1]
+        if transposed:
+            best_q = width - 1
+            best_t = rows
+        else:
+            best_q = rows
+            best_t = width - 1
+    elif mode == SEMIGLOBAL and not transposed:
+        best = H[0]
+        best_t = 0
+        for j in range(1, width):
+            if H[j] > best:
+                best = H[j]
+                best_t = j
+        best_q = rows
+    if local and best <= 0:
+        return 0, 0, 0
+    return best, best_q, best_t
+
+
+@njit(cache=True)
+def forward_rows(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, save_rows, saved):
+    """Run rows ``r0+1..save_rows[-1]`` from the state in ``H``/``F``; copy the listed rows' states.
+
+    ``saved[k, 0]`` and ``saved[k, 1]`` receive ``H`` and ``F`` of row
+    ``save_rows[k]`` over columns ``0..width-1`` (rows ascending, all > ``r0``).
+    """
+    floor = 0 if mode == LOCAL else NEG_INF
+    col0_gap = mode != LOCAL
+    no_dirs = np.empty(0, np.uint8)
+    k = 0
+    for i in range(r0 + 1, save_rows[save_rows.shape[0] - 1] + 1):
+        fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
+                 no_dirs, False)
+        if i == save_rows[k]:
+            saved[k, 0, :width] = H[:width]
+            saved[k, 1, :width] = F[:width]
+            k += 1
+
+
+@njit(cache=True)
+def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, dirs):
+    """Direction bytes of rows ``r0+1..r0+len(dirs)`` over columns ``0..width-1``.
+
+    ``H``/``F`` hold the state of row ``r0`` on entry (and are overwritten).
+    ``dirs[k, j]`` is the byte of cell ``(r0+1+k, j)``; column 0 is unused (0).
+    """
+    floor = 0 if mode == LOCAL else NEG_INF
+    col0_gap = mode != LOCAL
+    for k in range(dirs.shape[0]):
+        i = r0 + 1 + k
+        dirs[k, 0] = 0
+        fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
+                 dirs[k], True)
+
+
+@njit(cache=True)
+def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos):
+    """Follow the traceback rule through one band of direction bytes.
+
+    Starts at cell ``(i, j)`` in ``state`` (``r0 < i <= r0 + len(dirs)``, or
+    ``i == r0 == 0``) and walks until the path stops or reaches row ``r0 > 0``
+    (the band above continues from there in the returned state). Row 0 and
+    column 0 follow the boundary rules of ``mode``.
+
+    Returns
+    -------
+    (int, int, int, int, bool)
+        ``(i, j, state, pos, done)``: where the walk left off, the number of
+        operations now in ``ops`` and whether the path is complete.
+    """
+    while True:
+        if i == r0 and r0 > 0:
+            return i, j, state, pos, False
+        if state == STATE_H:
+            if i == 0 or j == 0:
+                if mode == LOCAL or (i == 0 and mode == SEMIGLOBAL):
+                    return i, j, state, pos, True
+                if i == 0:
+                    while j > 0:
+                        ops[pos] = OP_DELETION
+                        pos += 1
+                        j -= 1
+                    return i, j, state, pos, True
+                # Column 0 in global / semiglobal: one insertion per row up to (0, 0).
+                ops[pos] = OP_INSERTION
+                pos += 1
+                i -= 1
+                continue
+            choice = dirs[i - r0 - 1, j] & 3
+            if choice == 0:
+                return i, j, state, pos, True
+            if choice == 1:
+                ops[pos] = OP_MATCH if a[i - 1] == b[j - 1] else OP_MISMATCH
+                pos += 1
+                i -= 1
+                j -= 1
+            elif choice == 2:
+                state = STATE_E
+            else:
+                state = STATE_F
+        elif state == STATE_E:
+            ops[pos] = OP_DELETION
+            pos += 1
+            if dirs[i - r0 - 1, j] & 4:
+                state = STATE_H
+            j -= 1
+        else:
+            ops[pos] = OP_INSERTION
+            pos += 1
+            if dirs[i - r0 - 1, j] & 8:
+                state = STATE_H
+            i -= 1
+
+
+@njit(cache=True)
+def _align_one(a, b, matrix, gap_open, gap_extend, mode, ops):
+    """Full-matrix alignment of one pair; returns ``(score, qs, qe, ts, te, n_ops)``."""
+    m = a.shape[0]
+    n = b.shape[0]
+    if n < m:
+        score, qe, te = score_kernel(b, a, matrix, gap_open, gap_extend, mode, True)
+    else:
+        score, qe, te = score_kernel(a, b, matrix, gap_open, gap_extend, mode, False)
+    if mode == LOCAL and score <= 0:
+        return 0, 0, 0, 0, 0, 0
+    width = te + 1
+    H = np.empty(width, np.int32)
+    F = np.empty(width, np.int32)
+    initial_row(width, gap_open, gap_extend, mode == GLOBAL, H, F)
+    dirs = np.empty((qe, width), np.uint8)
+    band_directions(a, b, matrix, gap_open, gap_extend, mode, 0, width, H, F, dirs)
+    i, j, state, pos, done = trace_band(dirs, 0, a, b, mode, qe, te, STATE_H, ops, 0)
+    return score, i, qe, j, te, pos
+
+
+@njit(cache=True, parallel=True)
+def score_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, gap_extend, mode,
+                       out):
+    """Score every pair ``k`` (``seqs_a[offsets_a[k]:offsets_a[k+1]]`` vs the same slice of ``b``).
+
+    ``out[k]`` receives ``(score, query_end, target_end)``; pairs run in parallel.
+    """
+    for k in prange(offsets_a.shape[0] - 1):
+        a = seqs_a[offsets_a[k]:offsets_a[k + 1]]
+        b = seqs_b[offsets_b[k]:offsets_b[k + 1]]
+        if b.shape[0] < a.shape[0]:
+            s, qe, te = score_kernel(b, a, matrix, gap_open, gap_extend, mode, True)
+        else:
+            s, qe, te = score_kernel(a, b, matrix, gap_open, gap_extend, mode, False)
+        out[k, 0] = s
+        out[k, 1] = qe
+        out[k, 2] = te
+
+
+@njit(cache=True, parallel=True)
+def align_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, gap_extend, mode,
+                       out, ops, ops_offsets):
+    """Align every pair with a full direction matrix each; pairs run in parallel.
+
+    ``out[k]`` receives ``(score, qs, qe, ts, te, n_ops)``; the pair's operations
+    (end to start) go to ``ops[ops_offsets[k]:]``.
+    """
+    for k in prange(offsets_a.shape[0] - 1):
+        a = seqs_a[offsets_a[k]:offsets_a[k + 1]]
+        b = seqs_b[offsets_b[k]:offsets_b[k + 1]]
+        score, qs, qe, ts, te, n_ops = _align_one(a, b, matrix, gap_open, gap_extend, mode,
+                                                  ops[ops_offsets[k]:ops_offsets[k + 1]])
+        out[k, 0] = score
+        out[k, 1] = qs
+        out[k, 2] = qe
+        out[k, 3] = ts
+        out[k, 4] = te
+        out[k, 5] = n_ops
