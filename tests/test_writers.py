@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import os
 import random
 import shutil
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io import sam as sam_module
+from gpualign_plugin.io.pairwise_text import format_alignment, write_pairwise_text
+from gpualign_plugin.io.paf import paf_line, read_paf, write_paf
 from gpualign_plugin.io.sam import md_tag, merge_bams, write_alignments
 from gpualign_plugin.model import Alignment, Cigar
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
@@ -346,3 +349,190 @@ def test_merge_refuses_mismatched_or_unsorted_inputs(tmp_path):
         with pytest.raises(InputError, match=message):
             merge_bams(tmp_path / "m.bam", inputs)
     assert not os.path.exists(tmp_path / "m.bam")
+
+
+# --------------------------------------------------------------------------- PAF
+
+
+def test_paf_lines_of_hand_examples_on_both_strands(tmp_path):
+    alignments, _, _ = hand_alignments()
+    path = tmp_path / "out.paf"
+    write_paf(path, alignments)
+    score_q2, score_q1 = alignments[1].score, alignments[2].score
+    assert (score_q2, score_q1) == (9 * 2 - 3, 3)
+    assert path.read_text() == (
+        "q1\t19\t2\t6\t+\tt2\t10\t0\t4\t4\t4\t0\ttp:A:S\tAS:i:8\tNM:i:0\tcg:Z:4=\n"
+        "q2\t13\t2\t12\t-\tt1\t21\t4\t14\t9\t10\t37\ttp:A:P\tAS:i:15\tNM:i:1\tcg:Z:4=1X5=\n"
+        "q1\t19\t2\t16\t+\tt1\t21\t4\t17\t11\t15\t60\ttp:A:P\tAS:i:3\tNM:i:4\tcg:Z:4=2I2=1X3=1D2=\n")
+    # Minus strand: the CIGAR reads the reverse complement of q2[2:12] along t1[4:14].
+    assert reverse_complement_text(Q2[2:12]) == "ACGTTCGATT" and T1[4:14] == "ACGTACGATT"
+
+
+def test_paf_round_trip_through_the_reader(tmp_path):
+    alignments, _, _ = hand_alignments()
+    path = tmp_path / "out.paf"
+    write_paf(path, alignments)
+    rows = read_paf(path)
+    assert rows[1] == {
+        "query_name": "q2", "query_length": 13, "query_start": 2, "query_end": 12, "strand": "-",
+        "target_name": "t1", "target_length": 21, "target_start": 4, "target_end": 14,
+        "matches": 9, "block_length": 10, "mapq": 37,
+        "tags": {"tp": "P", "AS": 15, "NM": 1, "cg": "4=1X5="}}
+    for row, alignment in zip(rows, alignments):
+        assert Cigar.from_string(row["tags"]["cg"]) == alignment.cigar
+        assert (row["query_start"], row["target_end"]) == (alignment.query_start, alignment.target_end)
+
+
+def test_paf_to_an_open_handle_and_with_float_tags(tmp_path):
+    buffer = io.StringIO()
+    alignments, _, _ = hand_alignments()
+    write_paf(buffer, alignments[:1])
+    assert buffer.getvalue().count("\n") == 1 and not buffer.closed
+    path = tmp_path / "mm2.paf"
+    path.write_text(buffer.getvalue().rstrip("\n") + "\tde:f:0.0123\n")
+    assert read_paf(path)[0]["tags"]["de"] == pytest.approx(0.0123)
+
+
+def test_paf_reader_names_file_and_line_of_bad_input(tmp_path):
+    path = tmp_path / "bad.paf"
+    good = paf_line(hand_alignments()[0][0])
+    for text, message in [(good + "\nq\t1\t2\n", "line 2: PAF line has 3 columns"),
+                          (good.replace("\t19\t", "\tnineteen\t", 1), "line 1: column query_length"),
+                          (good + "\tAS:i:x", "line 1: malformed PAF tag"),
+                          (good + "\tbroken", "line 1: malformed PAF tag")]:
+        path.write_text(text)
+        with pytest.raises(InputError, match=f"bad.paf: {message}"):
+            read_paf(path)
+    with pytest.raises(InputError, match="no such file"):
+        read_paf(tmp_path / "missing.paf")
+
+
+def failing_after_first(items):
+    yield items[0]
+    raise RuntimeError("engine died")
+
+
+def test_paf_failure_mid_write_leaves_no_file(tmp_path):
+    alignments, _, _ = hand_alignments()
+    with pytest.raises(RuntimeError, match="engine died"):
+        write_paf(tmp_path / "out.paf", failing_after_first(alignments))
+    assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- pairwise text
+
+HAND_TEXT = """\
+########################################
+# Program: gpualign {version}
+# Commandline: gpualign pairwise -q q.fa -t t.fa --out x.txt
+# Align_format: pair
+# Matrix: match=2,mismatch=-3,ambiguity=-1
+# Gap_open: 5
+# Gap_extend: 2
+# Gap_cost: a gap of k residues costs 5 + 2k
+# Alignments: 2
+########################################
+
+#=======================================
+#
+# Aligned_sequences: 2
+# 1: q2
+# 2: t1
+# Mode: local
+# Strand: -
+# Length: 10
+# Identity:        9/10 (90.0%)
+# Similarity:      9/10 (90.0%)
+# Gaps:            0/10 ( 0.0%)
+# Score: 15
+#
+#=======================================
+
+q2                12 ACGTTCGATT      3
+                     ||||.|||||
+t1                 5 ACGTACGATT     14
+
+#=======================================
+#
+# Aligned_sequences: 2
+# 1: q1
+# 2: t1
+# Mode: local
+# Strand: +
+# Length: 15
+# Identity:       11/15 (73.3%)
+# Similarity:     11/15 (73.3%)
+# Gaps:            3/15 (20.0%)
+# Score: 3
+#
+#=======================================
+
+q1                 3 ACGTGGACCATT-CA     16
+                     ||||  ||.||| ||
+t1                 5 ACGT--ACGATTGCA     17
+
+#---------------------------------------
+"""
+
+
+def test_pairwise_text_of_hand_examples(tmp_path):
+    from gpualign_plugin import __version__
+
+    alignments, queries, targets = hand_alignments()
+    path = tmp_path / "out.txt"
+    write_pairwise_text(path, alignments[1:], queries, targets, DNA,
+                        "gpualign pairwise -q q.fa\t-t t.fa --out x.txt")
+    assert path.read_text() == HAND_TEXT.format(version=__version__)
+
+
+def test_pairwise_text_wraps_at_60_columns_and_keeps_case():
+    # 5 identical columns, a 130-residue insertion (a whole line without target residues), 5 more.
+    query_text = "ACGTA" + "t" * 130 + "CGTAC"
+    target_text = "ACGTACGTAC"
+    alignment = scored(Alignment("query_one", "target", 140, 10, 0, 140, 0, 10, "+", 0,
+                                 Cigar.from_string("5=130I5="), mode="global"),
+                       query_text, target_text)
+    assert alignment.score == 10 * 2 - (5 + 130 * 2)
+    block = format_alignment(alignment, DNA.encode("query_one", query_text),
+                             DNA.encode("target", target_text), DNA)
+    body = block.split("#=======================================\n")[-1]
+    pad = " " * 21
+    assert body == (
+        "\n"
+        "query_one          1 ACGTA" + "t" * 55 + "     60\n"
+        + pad + "|||||" + " " * 55 + "\n"
+        "target             1 ACGTA" + "-" * 55 + "      5\n"
+        "\n"
+        "query_one         61 " + "t" * 60 + "    120\n"
+        + pad + " " * 60 + "\n"
+        "target             5 " + "-" * 60 + "      5\n"
+        "\n"
+        "query_one        121 " + "t" * 15 + "CGTAC    140\n"
+        + pad + " " * 15 + "|||||\n"
+        "target             6 " + "-" * 15 + "CGTAC     10\n"
+        "\n")
+    assert "# Gaps:          130/140 (92.9%)" in block
+    assert "# Mode: global" in block
+
+
+def test_pairwise_text_match_line_for_protein():
+    query_text, target_text = "MKTAYIAKQR", "MKTWYVAKQR"
+    alignment = scored(Alignment("p", "db", 10, 10, 0, 10, 0, 10, "+", 0,
+                                 Cigar.from_string("3=1X1=1X4=")), query_text, target_text,
+                       scheme=PROTEIN)
+    block = format_alignment(alignment, PROTEIN.encode("p", query_text),
+                             PROTEIN.encode("db", target_text), PROTEIN)
+    # A/W scores -3 in BLOSUM62 ('.'), I/V scores 3 (':').
+    assert PROTEIN.matrix[PROTEIN.alphabet.encode("A")[0], PROTEIN.alphabet.encode("W")[0]] == -3
+    assert PROTEIN.matrix[PROTEIN.alphabet.encode("I")[0], PROTEIN.alphabet.encode("V")[0]] == 3
+    assert "\n" + " " * 21 + "|||.|:||||\n" in block
+    assert "# Identity:        8/10 (80.0%)" in block
+    assert "# Similarity:      9/10 (90.0%)" in block
+
+
+def test_pairwise_text_failure_mid_write_leaves_no_file(tmp_path):
+    alignments, queries, targets = hand_alignments()
+    with pytest.raises(KeyError):
+        write_pairwise_text(tmp_path / "out.txt", [alignments[1], alignments[0]], queries,
+                            targets[:1], DNA, "test")
+    assert os.listdir(tmp_path) == []

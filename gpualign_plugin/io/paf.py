@@ -1,0 +1,123 @@
+"""PAF output (minimap2's Pairwise mApping Format) and a reader for it.
+
+Each alignment is one line of minimap2's twelve tab-separated columns::
+
+    qname qlen qstart qend strand tname tlen tstart tend nmatch alen mapq
+
+0-based half-open coordinates on the forward strand of both sequences (as
+minimap2 writes them, also for ``-``), ``nmatch`` the identical columns and
+``alen`` the alignment block length (``=``, ``X``, ``I`` and ``D`` columns). Then
+the tags ``tp:A:P`` (primary) or ``tp:A:S`` (secondary), ``AS:i`` (score),
+``NM:i`` (mismatches plus gap columns) and last ``cg:Z`` (the CIGAR along the
+target in ``=``/``X`` form, as ``minimap2 --eqx`` writes it; minimap2's default
+is ``M`` form). On the minus strand the CIGAR reads the reverse complement of
+the query, as in minimap2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import IO, Iterable, Union
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.model import Alignment
+
+COLUMNS = ("query_name", "query_length", "query_start", "query_end", "strand", "target_name",
+           "target_length", "target_start", "target_end", "matches", "block_length", "mapq")
+"""Names :func:`read_paf` gives the twelve mandatory columns, in order."""
+
+_INTEGER_COLUMNS = frozenset(COLUMNS) - {"query_name", "strand", "target_name"}
+
+
+def paf_line(alignment: Alignment) -> str:
+    """One PAF line (without newline) for ``alignment``; layout in the module docstring."""
+    a = alignment
+    fields = [a.query_id, a.query_length, a.query_start, a.query_end, a.strand, a.target_id,
+              a.target_length, a.target_start, a.target_end, a.matches, a.columns, a.mapq,
+              f"tp:A:{'P' if a.is_primary else 'S'}", f"AS:i:{a.score}", f"NM:i:{a.edit_distance}",
+              f"cg:Z:{a.cigar}"]
+    return "\t".join(str(field) for field in fields)
+
+
+def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]], alignments: Iterable[Alignment]) -> None:
+    """Write alignments as PAF, one line each, in the given order.
+
+    Parameters
+    ----------
+    path_or_handle : str, PathLike or text handle
+        A path is written atomically (temporary name, renamed when complete); a
+        handle is written to and left open.
+    alignments : iterable of Alignment
+        Usually the output of :func:`~gpualign_plugin.engines.placement.place`.
+    """
+    if hasattr(path_or_handle, "write"):
+        context = contextlib.nullcontext(path_or_handle)
+    else:
+        context = atomic_text(path_or_handle)
+    with context as handle:
+        for alignment in alignments:
+            handle.write(paf_line(alignment) + "\n")
+
+
+def _tag_value(kind: str, value: str):
+    if kind == "i":
+        return int(value)
+    if kind == "f":
+        return float(value)
+    return value
+
+
+def read_paf(path: str | os.PathLike) -> list[dict]:
+    """Read a PAF file into one dictionary per line.
+
+    Returns
+    -------
+    list of dict
+        Keys :data:`COLUMNS` (integers where PAF has numbers) and ``tags``: a
+        dictionary from tag name to value (``int`` for ``:i:``, ``float`` for
+        ``:f:``, ``str`` otherwise, e.g. ``{'tp': 'P', 'AS': 42, 'cg': '10='}``).
+
+    Raises
+    ------
+    InputError
+        A missing file, or a line with fewer than twelve columns, a non-integer
+        where an integer belongs, or a malformed tag; names the file and line.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise InputError("no such file", path=path)
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line:
+                continue
+            fields = line.split("\t")
+            if len(fields) < len(COLUMNS):
+                raise InputError(f"PAF line has {len(fields)} columns, needs at least 12",
+                                 path=path, position=line_number, position_kind="line")
+            row: dict = {}
+            for name, value in zip(COLUMNS, fields):
+                if name in _INTEGER_COLUMNS:
+                    try:
+                        value = int(value)
+                    except ValueError:
+                        raise InputError(f"column {name} is not an integer: {value!r}", path=path,
+                                         position=line_number, position_kind="line") from None
+                row[name] = value
+            tags = {}
+            for field in fields[len(COLUMNS):]:
+                parts = field.split(":", 2)
+                if len(parts) != 3 or len(parts[0]) != 2:
+                    raise InputError(f"malformed PAF tag {field!r}", path=path,
+                                     position=line_number, position_kind="line")
+                try:
+                    tags[parts[0]] = _tag_value(parts[1], parts[2])
+                except ValueError:
+                    raise InputError(f"malformed PAF tag {field!r}", path=path,
+                                     position=line_number, position_kind="line") from None
+            row["tags"] = tags
+            rows.append(row)
+    return rows
