@@ -9,10 +9,15 @@ __version__ = "0.1.0"
 
 from gpualign_plugin.errors import BackendUnavailable, InputError
 from gpualign_plugin.io.fasta import iter_fasta, read_fasta
+from gpualign_plugin.engines.placement import place
+from gpualign_plugin.io.paf import read_paf, write_paf
+from gpualign_plugin.io.pairwise_text import write_pairwise_text
+from gpualign_plugin.io.sam import merge_bams, write_alignments
 from gpualign_plugin.model import Alignment, Cigar
 from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
 
 __all__ = [
     "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
-    "Sequence", "iter_fasta", "read_fasta",
+    "Sequence", "iter_fasta", "merge_bams", "place", "read_fasta", "read_paf", "write_alignments",
+    "write_paf", "write_pairwise_text",
 ]
