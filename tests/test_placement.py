@@ -35,8 +35,17 @@ def test_tie_on_same_strand_goes_to_earlier_target_in_file_order():
     alignments = [make("q", "chr2", 30), make("q", "chr1", 30)]
     placed = place(alignments, target_order=["chr1", "chr2"])
     assert summary(placed) == [("q", "chr1", "+", 30, True, 0), ("q", "chr2", "+", 30, False, 0)]
-    # Without an explicit order, first appearance in the input is the file order.
+    # Without an explicit order, input order stands for the file order.
     assert [a.target_id for a in place(alignments)] == ["chr2", "chr1"]
+
+
+def test_default_order_is_per_query_input_order_not_global_first_appearance():
+    # Query a only hits chr2, so chr2 appears first overall; b's tie still goes to chr1,
+    # which comes first among b's alignments (the caller lists them in target-file order).
+    alignments = [make("a", "chr2", 9), make("b", "chr1", 30), make("b", "chr2", 30)]
+    assert summary(place(alignments)) == [("a", "chr2", "+", 9, True, 60),
+                                          ("b", "chr1", "+", 30, True, 0),
+                                          ("b", "chr2", "+", 30, False, 0)]
 
 
 def test_close_second_lowers_mapq_by_the_formula():

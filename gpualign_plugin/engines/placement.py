@@ -48,8 +48,9 @@ def place(alignments: Iterable[Alignment], target_order: Sequence[str] | None = 
         Typically one alignment per query, target and strand, already above the
         minimum score.
     target_order : sequence of str, optional
-        Target ids in the order of their file (the last tie-break). By default, the
-        order in which target ids first appear in ``alignments``.
+        Target ids in the order of their file (the last tie-break of the rule).
+        When omitted, the input order stands for it: give each query's
+        alignments in target-file order.
 
     Returns
     -------
@@ -57,7 +58,7 @@ def place(alignments: Iterable[Alignment], target_order: Sequence[str] | None = 
         New objects (``dataclasses.replace``) with ``is_primary`` and ``mapq`` set.
         Grouped by query, queries in order of their first appearance in
         ``alignments``; inside a query by rank: score descending, then ``'+'``
-        before ``'-'``, then target order, then input order. The first of each
+        before ``'-'``, then target order (when given), then input order. The first of each
         query is primary with MAPQ from :func:`primary_mapq`; the others are
         secondary with MAPQ 0.
 
@@ -66,21 +67,18 @@ def place(alignments: Iterable[Alignment], target_order: Sequence[str] | None = 
     ValueError
         If an alignment's target is missing from an explicit ``target_order``.
     """
-    alignments = list(alignments)
-    if target_order is None:
-        target_order = list(dict.fromkeys(a.target_id for a in alignments))
-    target_rank = {name: rank for rank, name in enumerate(target_order)}
-    by_query: dict[str, list[tuple[int, Alignment]]] = {}
+    target_rank = {name: rank for rank, name in enumerate(target_order or ())}
+    by_query: dict[str, list[tuple[tuple, Alignment]]] = {}
     for index, alignment in enumerate(alignments):
-        if alignment.target_id not in target_rank:
+        if target_order is not None and alignment.target_id not in target_rank:
             raise ValueError(f"target {alignment.target_id!r} is not in target_order")
-        by_query.setdefault(alignment.query_id, []).append((index, alignment))
+        key = (-alignment.score, alignment.strand != "+", target_rank.get(alignment.target_id, 0),
+               index)
+        by_query.setdefault(alignment.query_id, []).append((key, alignment))
 
     placed: list[Alignment] = []
     for group in by_query.values():
-        ranked = [a for _, a in sorted(
-            group, key=lambda item: (-item[1].score, item[1].strand != "+",
-                                     target_rank[item[1].target_id], item[0]))]
+        ranked = [a for _, a in sorted(group, key=lambda item: item[0])]
         second = ranked[1].score if len(ranked) > 1 else None
         placed.append(dataclasses.replace(ranked[0], is_primary=True,
                                           mapq=primary_mapq(ranked[0].score, second)))

@@ -24,11 +24,11 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text
 from gpualign_plugin.model import Alignment
 
-COLUMNS = ("query_name", "query_length", "query_start", "query_end", "strand", "target_name",
-           "target_length", "target_start", "target_end", "matches", "block_length", "mapq")
-"""Names :func:`read_paf` gives the twelve mandatory columns, in order."""
+COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart", "tend",
+           "nmatch", "alen", "mapq")
+"""Names :func:`read_paf` gives the twelve mandatory columns, in order (minimap2's names)."""
 
-_INTEGER_COLUMNS = frozenset(COLUMNS) - {"query_name", "strand", "target_name"}
+_INTEGER_COLUMNS = frozenset(COLUMNS) - {"qname", "strand", "tname"}
 
 
 def paf_line(alignment: Alignment) -> str:
@@ -75,9 +75,11 @@ def read_paf(path: str | os.PathLike) -> list[dict]:
     Returns
     -------
     list of dict
-        Keys :data:`COLUMNS` (integers where PAF has numbers) and ``tags``: a
-        dictionary from tag name to value (``int`` for ``:i:``, ``float`` for
-        ``:f:``, ``str`` otherwise, e.g. ``{'tp': 'P', 'AS': 42, 'cg': '10='}``).
+        Keys :data:`COLUMNS` (integers where PAF has numbers), then one key per
+        tag, by its two-letter name, with its value (``int`` for ``:i:``,
+        ``float`` for ``:f:``, ``str`` otherwise), e.g. ``row['tp'] == 'P'``,
+        ``row['AS'] == 42``, ``row['cg'] == '10='``. Tag names cannot collide with
+        the column names (all longer than two letters).
 
     Raises
     ------
@@ -107,17 +109,15 @@ def read_paf(path: str | os.PathLike) -> list[dict]:
                         raise InputError(f"column {name} is not an integer: {value!r}", path=path,
                                          position=line_number, position_kind="line") from None
                 row[name] = value
-            tags = {}
             for field in fields[len(COLUMNS):]:
                 parts = field.split(":", 2)
                 if len(parts) != 3 or len(parts[0]) != 2:
                     raise InputError(f"malformed PAF tag {field!r}", path=path,
                                      position=line_number, position_kind="line")
                 try:
-                    tags[parts[0]] = _tag_value(parts[1], parts[2])
+                    row[parts[0]] = _tag_value(parts[1], parts[2])
                 except ValueError:
                     raise InputError(f"malformed PAF tag {field!r}", path=path,
                                      position=line_number, position_kind="line") from None
-            row["tags"] = tags
             rows.append(row)
     return rows
