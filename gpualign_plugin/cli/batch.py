@@ -1,0 +1,151 @@
+"""``gpualign batch``: many independent pairs aligned at once (engines.pairwise.align_batch)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
+                                        apply_threads, command_line, describe_device, scheme_from_args)
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.atomic import atomic_text, check_writable
+
+log = logging.getLogger("gpualign")
+
+FORMATS = {".sam": "sam", ".bam": "bam", ".paf": "paf", ".tsv": "tsv"}
+TSV_COLUMNS = ("qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar")
+BATCH_PAIRS = 256
+"""Pairs handed to the engine at once: bounds memory and paces the progress bar."""
+
+EPILOG = """examples:
+  # i-th query with i-th target, local alignment, TSV
+  gpualign batch -q a.fa -t b.fa --out pairs.tsv
+  # listed pairs, global alignment, SAM and PAF
+  gpualign batch -q a.fa -t b.fa --pairs pairs.txt --mode global --out pairs.sam --out pairs.paf"""
+
+
+def register(subparsers) -> None:
+    """Add the ``batch`` subcommand."""
+    parser = subparsers.add_parser(
+        "batch", help="align many independent pairs (i-th with i-th, or listed pairs) with traceback",
+        description="Align the i-th query record with the i-th target record (equal record counts), or "
+                    "the pairs listed with --pairs, exactly and in parallel, and write SAM/BAM, PAF or "
+                    "TSV (qid tid score qstart qend tstart tend cigar; 0-based half-open).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
+    parser.add_argument("-t", "--target", required=True, metavar="FASTA", help="target sequences (FASTA, .gz ok)")
+    parser.add_argument("--pairs", metavar="FILE",
+                        help="align these pairs ('QUERY_ID TARGET_ID' a line) instead of i-th with i-th")
+    parser.add_argument("-o", "--out", required=True, action="append", metavar="PATH",
+                        help="output file; repeat for several; format from the extension "
+                             "(.sam, .bam, .paf, .tsv) unless --format is given")
+    parser.add_argument("--format", choices=sorted(set(FORMATS.values())),
+                        help="output format for every --out (default: from each extension)")
+    parser.add_argument("--mode", choices=("local", "global", "semiglobal"), default="local",
+                        help="alignment mode [local]")
+    add_scoring_options(parser, "dna")
+    add_compute_options(parser, gpu=False)
+    parser.set_defaults(run=run)
+
+
+def output_formats(paths: list[str], forced: str | None) -> list[tuple[str, str]]:
+    """Pair each output path with its format; raise :class:`InputError` for an unknown extension."""
+    result = []
+    for path in paths:
+        fmt = forced or FORMATS.get(os.path.splitext(path)[1].lower())
+        if fmt is None:
+            raise InputError("cannot tell the output format from the extension; use .sam, .bam, "
+                             ".paf or .tsv, or --format", path=path)
+        result.append((path, fmt))
+    return result
+
+
+def make_pairs(queries, targets, pairs_file: str | None, query_path: str, target_path: str):
+    """The (query record, target record) pairs: listed in ``pairs_file``, or i-th with i-th."""
+    from gpualign_plugin.engines.pairwise_records import read_pairs_file
+
+    if pairs_file:
+        by_query = {q.id: q for q in queries}
+        by_target = {t.id: t for t in targets}
+        return [(by_query[q], by_target[t]) for q, t in read_pairs_file(pairs_file, queries, targets)]
+    if len(queries) != len(targets):
+        raise InputError(f"{len(queries)} query records but {len(targets)} target records in "
+                         f"{target_path}; pairing i-th with i-th needs equal counts (or use --pairs)",
+                         path=query_path)
+    return list(zip(queries, targets))
+
+
+def align_pairs(pairs, scheme, mode: str, on_done=None):
+    """:class:`~gpualign_plugin.model.Alignment` of each (query, target) record pair, plus strand.
+
+    Pairs go to :func:`~gpualign_plugin.engines.pairwise.align_batch` in groups of
+    :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells of each finished group.
+    Local pairs without a positive score give ``None``.
+    """
+    from gpualign_plugin.engines.pairwise import align_batch
+    from gpualign_plugin.model import Alignment
+
+    results = []
+    for start in range(0, len(pairs), BATCH_PAIRS):
+        group = pairs[start:start + BATCH_PAIRS]
+        aligned = align_batch([(q.codes, t.codes) for q, t in group], scheme, mode)
+        for (query, target), pair in zip(group, aligned):
+            if mode == "local" and pair.score <= 0:
+                results.append(None)
+                continue
+            results.append(Alignment(query.id, target.id, len(query), len(target), pair.query_start,
+                                     pair.query_end, pair.target_start, pair.target_end, "+",
+                                     pair.score, pair.cigar, mode))
+        if on_done is not None:
+            on_done(sum(len(q) * len(t) for q, t in group))
+    return results
+
+
+def write_tsv(path: str, alignments) -> None:
+    """The batch TSV: header line, then one line per pair (0-based half-open coordinates)."""
+    with atomic_text(path) as handle:
+        handle.write("\t".join(TSV_COLUMNS) + "\n")
+        for a in alignments:
+            handle.write("\t".join(str(f) for f in (a.query_id, a.target_id, a.score, a.query_start,
+                                                    a.query_end, a.target_start, a.target_end,
+                                                    a.cigar)) + "\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpualign batch``; returns the exit status."""
+    from gpualign_plugin.cli.pairwise import write_outputs
+    from gpualign_plugin.engines.placement import place
+    from gpualign_plugin.io.fasta import read_fasta
+
+    scheme = scheme_from_args(args)
+    outputs = output_formats(args.out, args.format)
+    for path, _ in outputs:
+        check_writable(path)
+    threads = apply_threads(args.threads)
+    queries = read_fasta(args.query, scheme)
+    targets = read_fasta(args.target, scheme)
+    pairs = make_pairs(queries, targets, args.pairs, args.query, args.target)
+    stats = RunStats("batch", engine="cpu", device=describe_device("cpu"), threads=threads)
+    stats.cells = sum(len(q) * len(t) for q, t in pairs)
+    with Progress(stats.cells, "batch") as progress:
+        results = align_pairs(pairs, scheme, args.mode, on_done=progress.advance)
+    stats.finish()
+    alignments = [a for a in results if a is not None]
+    log.info("%d pairs aligned (%d without a local alignment), %.2f GCUPS", len(pairs),
+             len(pairs) - len(alignments), stats.gcups)
+    tsv = [path for path, fmt in outputs if fmt == "tsv"]
+    others = [(path, fmt) for path, fmt in outputs if fmt != "tsv"]
+    try:
+        for path in tsv:
+            write_tsv(path, alignments)
+        if others:
+            # A query listed in several pairs gets one primary record (SAM/PAF), by the placement rule.
+            write_outputs(others, place(alignments), queries, targets, scheme, command_line())
+    except BaseException:
+        for path in tsv:
+            if os.path.exists(path):
+                os.unlink(path)
+        raise
+    stats.write(args.stats)
+    return 0

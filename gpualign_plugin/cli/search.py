@@ -1,0 +1,179 @@
+"""``gpualign search``: exact Smith-Waterman database search with top-k hits, statistics and alignments."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
+                                        apply_threads, command_line, describe_device, scheme_from_args)
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.atomic import check_writable
+
+log = logging.getLogger("gpualign")
+
+EPILOG = """examples:
+  # 10 best hits per protein query, BLAST tabular + hits TSV + SAM
+  gpualign search -q queries.fa -d proteins.fa --out-blast hits.m8 --out-tsv hits.tsv --out-sam hits.sam
+  # DNA, both strands, 5 hits per query
+  gpualign search -q reads.fa -d genomes.fa --match 2 --mismatch -3 --top 5 --out-blast hits.m8
+  # scatter a database over 4 jobs, then merge (same output as one job)
+  for i in 0 1 2 3; do gpualign search -q q.fa -d db.fa --shards 4 --shard $i --out-hits part$i.hits; done
+  gpualign merge-hits part*.hits --out-blast hits.m8 --out-tsv hits.tsv"""
+
+
+def register(subparsers) -> None:
+    """Add the ``search`` subcommand."""
+    parser = subparsers.add_parser(
+        "search", help="exact Smith-Waterman database search (top-k hits, E-values, alignments)",
+        description="Score every query against every database sequence with exact local alignment "
+                    "(Smith-Waterman-Gotoh, SIMD across database sequences), keep the --top best hits "
+                    "of each query (score, then database order, then + before -), align them with the "
+                    "pairwise engine, and write BLAST tabular, a hits TSV with bit scores and E-values, "
+                    "and SAM/BAM. The database is streamed in chunks of bounded size.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
+    parser.add_argument("-d", "--db", required=True, metavar="FASTA", help="database sequences (FASTA, .gz ok)")
+    add_output_options(parser)
+    parser.add_argument("--out-hits", metavar="PATH",
+                        help="shard interchange file for 'gpualign merge-hits' (required with --shards)")
+    parser.add_argument("--top", type=int, default=10, metavar="K", help="hits kept per query [10]")
+    parser.add_argument("--strand", choices=("both", "plus"),
+                        help="search the query's reverse complement too [both for DNA, plus for protein]")
+    parser.add_argument("--chunk-residues", type=int, default=20_000_000, metavar="N",
+                        help="database residues held and scored at once (bounds memory) [20000000]")
+    parser.add_argument("--shards", type=int, default=1, metavar="N",
+                        help="split the database into N contiguous ranges of records [1]")
+    parser.add_argument("--shard", type=int, default=0, metavar="I",
+                        help="which range this job searches, 0-based (with --shards) [0]")
+    parser.add_argument("--db-size", type=int, metavar="RESIDUES",
+                        help="database residues N for E-values [counted from --db]")
+    add_scoring_options(parser, "protein")
+    add_compute_options(parser, gpu=False)
+    parser.set_defaults(run=run)
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """``--out-blast``, ``--out-tsv`` and ``--out-sam`` (shared with ``merge-hits``)."""
+    parser.add_argument("--out-blast", metavar="PATH", help="BLAST tabular (-outfmt 6, 12 columns)")
+    parser.add_argument("--out-tsv", metavar="PATH",
+                        help="hits TSV: lengths, raw score, bit score, E-value, strand, coordinates, CIGAR")
+    parser.add_argument("--out-sam", metavar="PATH",
+                        help="the hits' alignments, database sequences as references (.sam, or .bam "
+                             "sorted and indexed)")
+
+
+def requested_outputs(args: argparse.Namespace) -> list[str]:
+    """The output paths given, each checked writable; SAM paths must end in .sam or .bam."""
+    paths = [p for p in (args.out_blast, args.out_tsv, args.out_sam) if p]
+    if args.out_sam and os.path.splitext(args.out_sam)[1].lower() not in (".sam", ".bam"):
+        raise InputError("--out-sam must end in .sam or .bam", path=args.out_sam)
+    for path in paths:
+        check_writable(path)
+    return paths
+
+
+def database_layout(path: str) -> tuple[list[str], list[int]]:
+    """Names and lengths of every database record, in file order (a first, streaming pass)."""
+    from gpualign_plugin.io.fasta import iter_fasta_text
+
+    names, lengths = [], []
+    for name, _, text in iter_fasta_text(path):
+        names.append(name)
+        lengths.append(len(text))
+    return names, lengths
+
+
+def shard_range(records: int, shards: int, shard: int) -> tuple[int, int]:
+    """Record indices ``[start, stop)`` of shard ``shard`` of ``shards`` contiguous ranges."""
+    if shards < 1:
+        raise InputError(f"--shards must be 1 or more, got {shards}")
+    if not 0 <= shard < shards:
+        raise InputError(f"--shard must be in 0..{shards - 1}, got {shard}")
+    return records * shard // shards, records * (shard + 1) // shards
+
+
+def write_search_outputs(args: argparse.Namespace, result, scheme, queries, names: list[str],
+                         lengths: list[int]) -> None:
+    """Write the finished ``result`` to every requested output: all of them, or none on failure.
+
+    ``queries`` are the query records (SEQ of DNA SAM records); ``names`` and
+    ``lengths`` describe every database record (the SAM header's ``@SQ`` lines).
+    """
+    from gpualign_plugin.io.blasttab import write_blast_tab, write_hits_tsv
+    from gpualign_plugin.io.sam import write_alignments
+
+    written: list[str] = []
+    try:
+        if args.out_blast:
+            write_blast_tab(args.out_blast, result.hits)
+            written.append(args.out_blast)
+        if args.out_tsv:
+            write_hits_tsv(args.out_tsv, result, scheme)
+            written.append(args.out_tsv)
+        if args.out_sam:
+            fmt = "bam" if args.out_sam.lower().endswith(".bam") else "sam"
+            targets = [result.targets.get(k, (name, length))
+                       for k, (name, length) in enumerate(zip(names, lengths))]
+            write_alignments(args.out_sam, [hit.alignment for hit in result.hits],
+                             {q.id: q for q in queries}, targets, scheme, command_line(), fmt=fmt)
+            written += [args.out_sam, args.out_sam + ".bai", args.out_sam + ".csi"]
+    except BaseException:
+        for path in written:
+            if os.path.exists(path):
+                os.unlink(path)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpualign search``; returns the exit status."""
+    from gpualign_plugin.engines.search import finish, search
+    from gpualign_plugin.io.fasta import iter_fasta, read_fasta
+    from gpualign_plugin.io.hits import write_hits
+
+    scheme = scheme_from_args(args)
+    paths = requested_outputs(args)
+    if args.shards > 1 and paths:
+        raise InputError("a shard job (--shards > 1) writes only --out-hits; merge the shards with "
+                         "'gpualign merge-hits' to get BLAST tabular, TSV and SAM")
+    if not paths and not args.out_hits:
+        raise InputError("no output requested: give --out-blast, --out-tsv, --out-sam or --out-hits")
+    if args.out_hits:
+        check_writable(args.out_hits)
+    if args.db_size is not None and args.db_size < 1:
+        raise InputError(f"--db-size must be 1 or more, got {args.db_size}")
+    threads = apply_threads(args.threads)
+    queries = read_fasta(args.query, scheme)
+    strands = args.strand or ("both" if scheme.is_dna else "plus")
+    names, lengths = database_layout(args.db)
+    start, stop = shard_range(len(names), args.shards, args.shard)
+    residues = args.db_size if args.db_size is not None else sum(lengths)
+
+    def records():
+        for index, record in enumerate(iter_fasta(args.db, scheme)):
+            if index >= stop:
+                return
+            if index >= start:
+                yield index, record
+
+    stats = RunStats("search", engine="cpu", device=describe_device("cpu"), threads=threads)
+    with Progress(sum(lengths[start:stop]), "search") as progress:
+        def chunk_done(chunk_residues: int, cells: int) -> None:
+            progress.advance(chunk_residues)
+            stats.cells += cells
+
+        result = search(queries, records(), scheme, residues, len(names), args.top, strands,
+                        args.chunk_residues, on_chunk_done=chunk_done)
+    stats.finish()
+    log.info("%d hits of %d queries in %d database sequences (%.2f GCUPS over %d threads)",
+             len(result.hits), len(queries), stop - start, stats.gcups, threads)
+    if args.out_hits:
+        write_hits(args.out_hits, result, scheme.describe(), args.shard, args.shards)
+    if paths:
+        result = finish(result, scheme)
+        log.info("statistics: lambda %.4g, K %.4g (%s)", result.parameters.lam, result.parameters.k,
+                 result.parameters.source)
+        write_search_outputs(args, result, scheme, queries, names, lengths)
+    stats.write(args.stats)
+    return 0
