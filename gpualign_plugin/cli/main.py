@@ -19,6 +19,10 @@ from gpualign_plugin.errors import BackendUnavailable, InputError
 SUBCOMMANDS = (
     "pairwise",
     "bench",
+    "simulate",
+    "search",
+    "merge_hits",
+    "batch",
 )
 
 EPILOG = """examples:
