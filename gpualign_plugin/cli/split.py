@@ -1,0 +1,112 @@
+"""``gpualign split``: cut a FASTA file by record, or a list file by line, into ordered parts.
+
+Parts are contiguous runs of the input in input order, balanced by residues (FASTA) or
+lines, so concatenating the per-part results in part order gives the results of the
+whole input: splitting never changes an answer. No part is empty: fewer units than
+``--parts`` give fewer parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.io.fasta import iter_fasta_text, write_fasta
+
+EPILOG = """examples:
+  # a genome by record into at most 4 parts of similar total length: parts/000.fa ...
+  gpualign split --fasta strain.fa --parts 4 --out-dir parts
+  # a triplet list (three record ids a line) into at most 3 batches: batches/000.tsv ...
+  gpualign split --lines triplets.tsv --parts 3 --out-dir batches"""
+
+
+def partition_contiguous(weights, parts: int) -> list[tuple[int, int]]:
+    """Cut a sequence of weights into at most ``parts`` contiguous, non-empty, balanced runs.
+
+    Parameters
+    ----------
+    weights : sequence of int
+        Weight of each unit in order (residues of a record, 1 for a line); all >= 1.
+    parts : int
+        Largest number of runs wanted (>= 1).
+
+    Returns
+    -------
+    list of (int, int)
+        Half-open index ranges ``[start, end)`` covering ``range(len(weights))`` in
+        order. A run closes once its cumulative weight reaches the next multiple of
+        ``total / parts``, so the cut is deterministic and depends only on the weights.
+    """
+    if parts < 1:
+        raise InputError(f"--parts must be 1 or more, got {parts}")
+    count = len(weights)
+    parts = min(parts, count)
+    total = sum(weights)
+    ranges = []
+    start = 0
+    cumulative = 0
+    for index, weight in enumerate(weights):
+        cumulative += weight
+        closed = len(ranges)
+        units_left = count - index - 1
+        parts_left = parts - closed - 1
+        if parts_left == 0:
+            continue
+        if cumulative * parts >= total * (closed + 1) or units_left == parts_left:
+            ranges.append((start, index + 1))
+            start = index + 1
+    ranges.append((start, count))
+    return ranges
+
+
+def register(subparsers) -> None:
+    """Add the ``split`` subcommand."""
+    parser = subparsers.add_parser(
+        "split", help="split a FASTA file by record, or a list file by line, into parts",
+        description="Split a FASTA file by record (balanced by residues) or a text file by line "
+                    "into at most --parts contiguous, non-empty parts, named 000, 001, ... in "
+                    "input order.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--fasta", metavar="FASTA", help="split this FASTA file by record")
+    source.add_argument("--lines", metavar="FILE",
+                        help="split this text file by non-empty line (e.g. a triplet list)")
+    parser.add_argument("--parts", type=int, required=True, metavar="N",
+                        help="largest number of parts")
+    parser.add_argument("--out-dir", required=True, metavar="DIR",
+                        help="directory to create the parts in (created if missing)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Split the input and write the parts."""
+    if args.parts < 1:
+        raise InputError(f"--parts must be 1 or more, got {args.parts}")
+    if args.fasta:
+        units = [(f"{name} {description}".rstrip(), text)
+                 for name, description, text in iter_fasta_text(args.fasta)]
+        weights = [len(text) for _, text in units]
+        extension = "fa"
+    else:
+        if not os.path.isfile(args.lines):
+            raise InputError("no such file", path=args.lines)
+        with open(args.lines, encoding="utf-8") as handle:
+            units = [line.rstrip("\n") for line in handle if line.strip()]
+        if not units:
+            raise InputError("file has no lines", path=args.lines)
+        weights = [1] * len(units)
+        extension = "tsv"
+    try:
+        os.makedirs(args.out_dir, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output directory: {exc.strerror}",
+                         path=args.out_dir) from None
+    for part, (start, end) in enumerate(partition_contiguous(weights, args.parts)):
+        with atomic_text(os.path.join(args.out_dir, f"{part:03d}.{extension}")) as handle:
+            if args.fasta:
+                write_fasta(handle, units[start:end])
+            else:
+                handle.writelines(line + "\n" for line in units[start:end])
+    return 0

@@ -1,0 +1,167 @@
+"""Configuration checks and input functions shared by every rule file.
+
+Included first by the Snakefile. The config is validated against
+workflow/schemas/config.schema.yaml (defaults filled in), then checked for what a schema
+cannot say: one reference genome, unique names, the sections each switched-on analysis
+needs, and input files that exist. Every error names the config key.
+"""
+
+import os
+import shlex
+import shutil
+import sys
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+
+def _config_error(key, message):
+    raise WorkflowError(f"config key '{key}': {message}")
+
+
+def _check_config():
+    names = [genome["name"] for genome in config["genomes"]]
+    for index, name in enumerate(names):
+        if names.index(name) != index:
+            _config_error(f"genomes[{index}].name", f"genome name {name!r} is used twice")
+    references = [genome for genome in config["genomes"] if genome["role"] == "reference"]
+    if len(references) != 1:
+        _config_error("genomes", f"exactly one genome must have role 'reference', found {len(references)}")
+    needs_queries = config["analyses"]["pairwise"] or config["analyses"]["syntenic"]
+    if needs_queries and len(names) < 2:
+        _config_error("genomes", "pairwise and syntenic analyses need at least one query genome")
+    paths = [(f"genomes[{index}].fasta", genome["fasta"])
+             for index, genome in enumerate(config["genomes"])]
+    if config["analyses"]["search"]:
+        if "search" not in config:
+            _config_error("search", "analyses.search is on but there is no search section")
+        paths += [("search.queries", config["search"]["queries"]),
+                  ("search.database", config["search"]["database"])]
+    if config["analyses"]["three_way"]:
+        three_way = config["three_way"]
+        if ("explicit" in three_way) == ("best_hits" in three_way):
+            _config_error("three_way", "give exactly one of 'explicit' and 'best_hits'")
+        if "explicit" in three_way:
+            paths += [("three_way.explicit.sequences", three_way["explicit"]["sequences"]),
+                      ("three_way.explicit.triplets", three_way["explicit"]["triplets"])]
+        else:
+            paths += [("three_way.best_hits.queries", three_way["best_hits"]["queries"])]
+            paths += [(f"three_way.best_hits.sets[{index}]", path)
+                      for index, path in enumerate(three_way["best_hits"]["sets"])]
+    for key, path in paths:
+        if not os.path.isfile(path):
+            _config_error(key, f"file not found: {path} (relative paths are read from "
+                               f"{os.getcwd()})")
+
+
+_check_config()
+
+GENOMES = {genome["name"]: genome for genome in config["genomes"]}
+REFERENCE = next(name for name, genome in GENOMES.items() if genome["role"] == "reference")
+QUERIES = [name for name, genome in GENOMES.items() if genome["role"] == "query"]
+
+# A job asks the scheduler for a GPU unless the config pins the CPU. Under SLURM this
+# becomes --gpus=1 and SLURM sets CUDA_VISIBLE_DEVICES, so device 0 is the job's own GPU.
+GPU_PER_JOB = 0 if config["backend"] == "cpu" else 1
+
+# `gpualign` as installed by pip; from a bare checkout, the same interpreter as Snakemake.
+GPUALIGN = "gpualign" if shutil.which("gpualign") else f"{shlex.quote(sys.executable)} -m gpualign_plugin.cli.main"
+
+# Locally, with several GPUs, each alignment job takes a free device through a lock file
+# (see workflow/scripts/gpu-slot.sh); `--resources gpu=N` keeps at most N such jobs running.
+GPU_SLOT = "bash {} {} results/.gpu-slots".format(
+    shlex.quote(str(workflow.source_path("../scripts/gpu-slot.sh"))),
+    config["local_gpus"] if GPU_PER_JOB else 0)
+
+
+wildcard_constraints:
+    genome="[A-Za-z0-9][A-Za-z0-9_-]*",
+    shard="[0-9]+",
+    batch="[0-9]+",
+    setname="[A-Za-z0-9_-]+",
+
+
+def genome_fasta(name):
+    """Path of genome ``name``'s FASTA file as given in the config."""
+    return GENOMES[name]["fasta"]
+
+
+def scoring_options(section):
+    """Command-line scoring options of config section ``section`` (empty: the CLI defaults)."""
+    scoring = config.get(section, {}).get("scoring", {})
+    words = []
+    for key, value in scoring.items():
+        words += [f"--{key.replace('_', '-')}", shlex.quote(str(value))]
+    return " ".join(words)
+
+
+def shard_names(width):
+    """Zero-padded shard or batch numbers 0 .. width-1 (as strings)."""
+    return [f"{index:03d}" for index in range(width)]
+
+
+def pairwise_shards(genome):
+    """Shard numbers the split of query genome ``genome`` by record produced (a checkpoint)."""
+    directory = checkpoints.split_genome.get(genome=genome).output[0]
+    return sorted(glob_wildcards(os.path.join(directory, "{shard}.fa")).shard)
+
+
+def triplet_batches():
+    """Batch numbers the split of the triplet list produced."""
+    directory = checkpoints.split_triplets.get().output[0]
+    return glob_wildcards(os.path.join(directory, "{batch}.tsv")).batch
+
+
+def alignment_stats(wildcards):
+    """The --stats JSON of every alignment job of the switched-on analyses."""
+    stats = []
+    analyses = config["analyses"]
+    if analyses["pairwise"]:
+        for genome in QUERIES:
+            stats += expand("results/stats/pairwise/{genome}.{shard}.json", genome=genome,
+                            shard=pairwise_shards(genome))
+    if analyses["syntenic"]:
+        stats += expand("results/stats/syntenic/{genome}.json", genome=QUERIES)
+    if analyses["search"]:
+        stats += expand("results/stats/search/{shard}.json",
+                        shard=shard_names(config["search"]["shards"]))
+    if analyses["three_way"]:
+        stats += expand("results/stats/three_way/{batch}.json",
+                        batch=triplet_batches())
+    return stats
+
+
+def identity_sources(wildcards):
+    """PAF files whose alignments make the identity distribution."""
+    sources = []
+    if config["analyses"]["pairwise"]:
+        sources += expand("results/pairwise/{genome}.paf", genome=QUERIES)
+    if config["analyses"]["syntenic"]:
+        sources += expand("results/syntenic/{genome}/{genome}.paf", genome=QUERIES)
+    return sources
+
+
+def all_outputs():
+    """Every final output of the analyses switched on in the config."""
+    outputs = []
+    analyses = config["analyses"]
+    if analyses["pairwise"]:
+        outputs += expand("results/pairwise/{genome}.{ext}", genome=QUERIES,
+                          ext=["bam", "bam.bai", "paf"])
+    if analyses["syntenic"]:
+        outputs += expand("results/syntenic/{genome}/{genome}.{ext}", genome=QUERIES,
+                          ext=["blocks.tsv", "query.bed", "target.bed", "paf", "dotplot.png",
+                               "summary.txt"])
+    if analyses["search"]:
+        outputs += ["results/search/hits.tsv", "results/search/hits.sam"]
+    if analyses["three_way"]:
+        outputs += ["results/three_way/all.maf", "results/three_way/fasta"]
+    outputs += ["results/report/throughput.html"]
+    if analyses["pairwise"] or analyses["syntenic"]:
+        outputs += ["results/report/identity.png"]
+    if analyses["search"]:
+        outputs += ["results/report/top_hits.html"]
+    return outputs

@@ -1,0 +1,69 @@
+# Each query genome against the reference: syntenic alignment (matching regions and
+# difference blocks), then a genome-comparison summary in the spirit of MUMmer's dnadiff.
+
+
+rule syntenic:
+    input:
+        query=lambda wildcards: genome_fasta(wildcards.genome),
+        reference=genome_fasta(REFERENCE),
+    output:
+        blocks=report("results/syntenic/{genome}/{genome}.blocks.tsv", category="Synteny",
+                      subcategory="{genome}", caption="../report/syntenic_blocks.rst",
+                      labels={"genome": "{genome}", "table": "synteny blocks"}),
+        query_bed="results/syntenic/{genome}/{genome}.query.bed",
+        target_bed="results/syntenic/{genome}/{genome}.target.bed",
+        paf="results/syntenic/{genome}/{genome}.paf",
+        dotplot=report("results/syntenic/{genome}/{genome}.dotplot.png", category="Synteny",
+                       subcategory="{genome}", caption="../report/dotplot.rst",
+                       labels={"genome": "{genome}", "figure": "dot plot"}),
+        stats="results/stats/syntenic/{genome}.json",
+    params:
+        gpualign=GPUALIGN,
+        gpu_slot=GPU_SLOT,
+        backend=config["backend"],
+        prefix="results/syntenic/{genome}/{genome}",
+        block_penalty=(f"--block-penalty {config['syntenic']['block_penalty']}"
+                       if "block_penalty" in config["syntenic"] else ""),
+        scoring=scoring_options("syntenic"),
+    log:
+        "logs/syntenic/{genome}.log",
+    benchmark:
+        "benchmarks/syntenic/{genome}.tsv"
+    threads: config["threads"]
+    resources:
+        mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpu_slot} {params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
+        "--out-prefix {params.prefix:q} {params.block_penalty} {params.scoring} "
+        "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
+
+
+rule genome_summary:
+    input:
+        blocks="results/syntenic/{genome}/{genome}.blocks.tsv",
+        query=lambda wildcards: genome_fasta(wildcards.genome),
+        reference=genome_fasta(REFERENCE),
+    output:
+        summary=report("results/syntenic/{genome}/{genome}.summary.txt", category="Synteny",
+                       subcategory="{genome}", caption="../report/summary.rst",
+                       labels={"genome": "{genome}", "table": "genome comparison"}),
+        differences="results/syntenic/{genome}/{genome}.differences.tsv",
+    params:
+        gpualign=GPUALIGN,
+        scoring=scoring_options("syntenic"),
+    log:
+        "logs/genome_summary/{genome}.log",
+    benchmark:
+        "benchmarks/genome_summary/{genome}.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpualign} genome-summary --blocks {input.blocks:q} --query {input.query:q} "
+        "--target {input.reference:q} {params.scoring} --out {output.summary:q} "
+        "--differences {output.differences:q} 2> {log:q}"

@@ -1,0 +1,78 @@
+# Optimal three-sequence alignments of the triplets, in batches; one MAF with every block
+# and one aligned FASTA per triplet.
+
+
+checkpoint split_triplets:
+    input:
+        triplets=config.get("three_way", {}).get("explicit", {}).get("triplets", []),
+    output:
+        directory("results/three_way/batches"),
+    params:
+        gpualign=GPUALIGN,
+        parts=config["three_way"]["batches"],
+    log:
+        "logs/split_triplets.log",
+    benchmark:
+        "benchmarks/split_triplets.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpualign} split --lines {input.triplets:q} --parts {params.parts} "
+        "--out-dir {output:q} 2> {log:q}"
+
+
+rule three_way_batch:
+    input:
+        sequences=config.get("three_way", {}).get("explicit", {}).get("sequences", []),
+        triplets="results/three_way/batches/{batch}.tsv",
+    output:
+        maf=temp("results/three_way/parts/{batch}.maf"),
+        fasta=temp(directory("results/three_way/parts/{batch}.fasta")),
+        stats="results/stats/three_way/{batch}.json",
+    params:
+        gpualign=GPUALIGN,
+        gpu_slot=GPU_SLOT,
+        backend=config["backend"],
+        scoring=scoring_options("three_way"),
+    log:
+        "logs/three_way/{batch}.log",
+    benchmark:
+        "benchmarks/three_way/{batch}.tsv"
+    threads: config["threads"]
+    resources:
+        mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpu_slot} {params.gpualign} align3 --fasta {input.sequences:q} --triplets {input.triplets:q} "
+        "--maf {output.maf:q} --fasta-dir {output.fasta:q} {params.scoring} "
+        "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
+
+
+rule merge_three_way:
+    input:
+        mafs=lambda wildcards: expand("results/three_way/parts/{batch}.maf",
+                                      batch=triplet_batches()),
+        fasta=lambda wildcards: expand("results/three_way/parts/{batch}.fasta",
+                                       batch=triplet_batches()),
+    output:
+        maf="results/three_way/all.maf",
+        fasta=directory("results/three_way/fasta"),
+    params:
+        gpualign=GPUALIGN,
+    log:
+        "logs/merge_three_way.log",
+    benchmark:
+        "benchmarks/merge_three_way.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpualign} merge-alignments --maf {input.mafs:q} --out-maf {output.maf:q} "
+        "--fasta-dir {input.fasta:q} --out-fasta-dir {output.fasta:q} 2> {log:q}"

@@ -1,0 +1,85 @@
+"""Tables and figures of the workflow report (run by Snakemake's ``script:``).
+
+One script for the three report rules, dispatched on the rule's name:
+``report_throughput`` (the jobs' --stats JSON -> TSV and HTML table),
+``report_identity`` (PAF alignments -> identity histogram weighted by columns) and
+``report_hits`` (merged BLAST tabular hits -> HTML table). No numbers are made here:
+every value is copied from a file a job wrote.
+"""
+
+import html
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from gpualign_plugin.io.atomic import atomic_path, atomic_text  # noqa: E402
+from gpualign_plugin.io.paf import read_paf  # noqa: E402
+
+THROUGHPUT_COLUMNS = ("job", "command", "engine", "device", "threads", "cells", "seconds",
+                      "gcups", "peak_gpu_memory_bytes")
+BLAST_COLUMNS = ("query", "subject", "identity %", "length", "mismatches", "gap opens",
+                 "q.start", "q.end", "s.start", "s.end", "E-value", "bit score")
+
+
+def html_table(title, columns, rows):
+    """A self-contained HTML page with one table."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    body = "\n".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                     for row in rows)
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}"
+            "</title><style>table{border-collapse:collapse;font-family:sans-serif;font-size:13px}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}</style></head><body>"
+            f"<h3>{html.escape(title)}</h3><table><tr>{head}</tr>\n{body}\n</table></body></html>\n")
+
+
+def throughput(snakemake):
+    rows = []
+    for path in snakemake.input.stats:
+        with open(path, encoding="utf-8") as handle:
+            stats = json.load(handle)
+        job = os.path.relpath(path, "results/stats")[:-len(".json")]
+        rows.append([job, stats["command"], stats["engine"], stats["device"], stats["threads"],
+                     stats["cells"], f"{stats['seconds']:.3f}", f"{stats['gcups']:.4f}",
+                     stats["peak_gpu_memory_bytes"]])
+    with atomic_text(snakemake.output.tsv) as handle:
+        handle.write("\t".join(THROUGHPUT_COLUMNS) + "\n")
+        for row in rows:
+            handle.write("\t".join(str(value) for value in row) + "\n")
+    with atomic_text(snakemake.output.html) as handle:
+        handle.write(html_table("Throughput of each alignment job", THROUGHPUT_COLUMNS, rows))
+
+
+def identity(snakemake):
+    values, weights = [], []
+    for path in snakemake.input.pafs:
+        for row in read_paf(path):
+            if row["alen"] > 0:
+                values.append(100.0 * row["nmatch"] / row["alen"])
+                weights.append(row["alen"])
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    axis.hist(values, bins=50, range=(0, 100), weights=weights, color="#3b75af")
+    axis.set_xlabel("identity of the alignment (% of columns)")
+    axis.set_ylabel("alignment columns")
+    axis.set_title(f"{len(values)} alignments from {len(snakemake.input.pafs)} PAF files")
+    figure.tight_layout()
+    with atomic_path(snakemake.output.png, suffix=".png") as tmp:
+        figure.savefig(tmp, dpi=100)
+    plt.close(figure)
+
+
+def hits(snakemake):
+    with open(snakemake.input.hits, encoding="utf-8") as handle:
+        rows = [line.rstrip("\n").split("\t") for line in handle
+                if line.strip() and not line.startswith("#")]
+    with atomic_text(snakemake.output.html) as handle:
+        handle.write(html_table("Top hits of each query (BLAST tabular)", BLAST_COLUMNS, rows))
+
+
+sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (Snakemake's script global)
+{"report_throughput": throughput, "report_identity": identity,
+ "report_hits": hits}[snakemake.rule](snakemake)  # noqa: F821
