@@ -48,7 +48,7 @@ def scored(alignment: Alignment, query: str, target: str, scheme=DNA, **changes)
 
 
 def hand_alignments():
-    """(alignments, queries, targets) of the hand example: q1 on t1 (+), q2 on t1 (-), q1 on t2 (secondary)."""
+    """(alignments, queries, targets): q1 on t1 (+), q2 on t1 (-), q1 on t2 (secondary)."""
     queries = {"q1": DNA.encode("q1", Q1), "q2": DNA.encode("q2", Q2)}
     targets = [DNA.encode("t1", T1), DNA.encode("t2", T2), DNA.encode("t3", "ACGT")]
     a1 = scored(Alignment("q1", "t1", 19, 21, 2, 16, 4, 17, "+", 0,
@@ -114,7 +114,8 @@ def test_round_trip_of_every_field(tmp_path, fmt):
     assert q2.get_reference_sequence().upper() == T1[4:14]
     if fmt == "bam":
         assert os.path.exists(str(path) + ".bai") and not os.path.exists(str(path) + ".csi")
-    assert sorted(os.listdir(tmp_path)) == sorted([f"out.{fmt}"] + ([f"out.{fmt}.bai"] if fmt == "bam" else []))
+    expected_files = [f"out.{fmt}"] + ([f"out.{fmt}.bai"] if fmt == "bam" else [])
+    assert sorted(os.listdir(tmp_path)) == sorted(expected_files)
 
 
 def test_samtools_accepts_the_bam(tmp_path):
@@ -220,14 +221,18 @@ def test_long_cigar_goes_to_cg_tag_and_reads_back(tmp_path):
     queries = {"long": DNA.encode("long", query_text)}
     targets = [DNA.encode("t", target_text)]
     path = tmp_path / "long.bam"
-    write_alignments(path, [alignment], queries, targets, DNA, "test")
+    # A secondary copy has SEQ '*': the stand-in CIGAR must work without a sequence too.
+    secondary = dataclasses.replace(alignment, is_primary=False, mapq=0)
+    write_alignments(path, [alignment, secondary], queries, targets, DNA, "test")
     with gzip.open(path, "rb") as raw:
         data = raw.read()
-    assert b"CGBI" in data  # the real CIGAR travels in CG:B,I
+    assert data.count(b"CGBI") == 2  # the real CIGARs travel in CG:B,I
     _, records = read_bam(path)
-    assert records[0].cigarstring == str(cigar)
+    assert [r.cigarstring == str(cigar) for r in records] == [True, True]
     assert not records[0].has_tag("CG")  # pysam restored the CIGAR from the tag
     assert records[0].get_reference_sequence().upper() == target_text[1:70_001]
+    assert records[1].query_sequence is None and records[1].is_secondary
+    assert pysam.quickcheck(str(path)) == ""
     sam_path = tmp_path / "long.sam"
     write_alignments(sam_path, [alignment], queries, targets, DNA, "test", fmt="sam")
     line = [l for l in sam_path.read_text().splitlines() if not l.startswith("@")][0]

@@ -39,7 +39,8 @@ def primary_mapq(best: int, second: int | None) -> int:
     return min(MAX_MAPQ, (MAX_MAPQ * (best - second)) // best)
 
 
-def place(alignments: Iterable[Alignment], target_order: Sequence[str] | None = None) -> list[Alignment]:
+def place(alignments: Iterable[Alignment],
+          target_order: Sequence[str] | None = None) -> list[Alignment]:
     """Rank each query's alignments, flag primary and secondary, and set MAPQ.
 
     Parameters

@@ -41,7 +41,8 @@ def paf_line(alignment: Alignment) -> str:
     return "\t".join(str(field) for field in fields)
 
 
-def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]], alignments: Iterable[Alignment]) -> None:
+def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
+              alignments: Iterable[Alignment]) -> None:
     """Write alignments as PAF, one line each, in the given order.
 
     Parameters

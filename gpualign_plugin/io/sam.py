@@ -43,7 +43,7 @@ from gpualign_plugin.model import Alignment, Cigar
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_text
 
 Target = Union[Sequence, tuple]
-"""A target record: a :class:`Sequence`, or a ``(name, length)`` pair when only the header needs it."""
+"""A target record: a :class:`Sequence`, or ``(name, length)`` when only the header needs it."""
 
 BAI_MAX_LENGTH = 1 << 29
 """Longest reference a ``.bai`` index can address (512 Mbp); longer ones need ``.csi``."""
@@ -114,7 +114,7 @@ def md_tag(cigar: Cigar, target_text: str) -> str:
 
 
 def gap_compressed_divergence(alignment: Alignment) -> float:
-    """minimap2's ``de``: ``(mismatches + gap opens) / (matches + mismatches + gap opens)``; 0 if empty."""
+    """minimap2's ``de``: (mismatches + gap opens) / (matches + mismatches + gap opens); 0 if empty."""
     events = alignment.mismatches + alignment.gap_opens
     total = alignment.matches + events
     return events / total if total else 0.0
@@ -141,7 +141,7 @@ def _one_line(text: str) -> str:
 
 
 def _header_text(header: dict) -> str:
-    """Render a header dictionary as SAM text, keeping field order but the key field (VN/SN/ID) first."""
+    """Render a header dictionary as SAM text, key field (VN/SN/ID) first, others in order."""
     first = {"HD": "VN", "SQ": "SN", "PG": "ID"}
     lines = []
     for kind in ("HD", "SQ", "PG"):
@@ -152,7 +152,8 @@ def _header_text(header: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sam_header(targets: Iterable[Target], command_line: str, sort: bool = True) -> pysam.AlignmentHeader:
+def sam_header(targets: Iterable[Target], command_line: str,
+               sort: bool = True) -> pysam.AlignmentHeader:
     """The header: ``@HD``, one ``@SQ`` per target in order, and ``@PG`` with the command line."""
     from gpualign_plugin import __version__
 
@@ -195,7 +196,8 @@ def _record(alignment: Alignment, header: pysam.AlignmentHeader, reference_id: i
     record.set_tags([
         ("AS", int(alignment.score), "i"),
         ("NM", alignment.edit_distance, "i"),
-        ("MD", md_tag(alignment.cigar, target.text[alignment.target_start:alignment.target_end]), "Z"),
+        ("MD", md_tag(alignment.cigar,
+                      target.text[alignment.target_start:alignment.target_end]), "Z"),
         ("de", gap_compressed_divergence(alignment), "f"),
     ])
     return record
