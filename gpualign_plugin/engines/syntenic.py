@@ -1,0 +1,295 @@
+"""Syntenic alignment: Huang & Chao's generalized global alignment with difference blocks, on the CPU.
+
+A syntenic alignment aligns two sequences end to end but may leave regions
+unaligned: a *difference block* skips any number of residues on both sequences
+(one side may be empty) at a fixed cost, the block penalty ``d``. The result is
+the ordered list of matching regions (aligned with affine gaps) and difference
+blocks. The recurrences, boundaries and traceback priority are those of
+docs/ALGORITHMS.md ("Syntenic"); the full-matrix and checkpointed tracebacks
+return the same path.
+
+Conventions: ``uint8`` code arrays of the scheme's alphabet; the query indexes
+rows (``i``, length ``m``), the target columns (``j``, length ``n``);
+coordinates 0-based half-open; a gap of length ``k`` costs ``open + k*extend``.
+
+Example
+-------
+>>> from gpualign_plugin.scoring import ScoringScheme
+>>> scheme = ScoringScheme.dna()
+>>> q = scheme.alphabet.encode("ACGTACGTACGTTTTTTTTTTTTTTTGGCCAAGGCCAA")
+>>> t = scheme.alphabet.encode("ACGTACGTACGTCCCCCCCCCCCCCCGGCCAAGGCCAA")
+>>> result = syntenic_align(q, t, scheme, block_penalty=10)
+>>> [(b.kind, b.query_start, b.query_end, str(b.cigar)) for b in result.blocks]
+[('match', 0, 12, '12='), ('difference', 12, 26, '*'), ('match', 26, 38, '12=')]
+>>> result.score
+38
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from gpualign_plugin.engines import syntenic_kernels as kernels
+from gpualign_plugin.engines.checkpoint import Cursor, checkpointed_traceback
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.model import Cigar, SyntenicAlignment, SyntenicBlock, score_cigar
+from gpualign_plugin.scoring import NEG_INF, ScoringScheme, Sequence
+
+DEFAULT_MEMORY_BUDGET = 256 * 2**20
+DNA_BLOCK_PENALTY = 50
+"""Default block penalty for DNA with the default scores (match 2, mismatch -3, gaps 5 + 2k).
+
+A gap longer than 22 bp costs more than a block, and an unrelated stretch
+scores about -1 per column or worse, so unrelated regions of a few dozen bp
+and longer become difference blocks, while a conserved region must score more
+than 50 (about 25 identical bp) to be worth aligning on its own."""
+
+PROTEIN_BLOCK_PENALTY = 60
+"""Default block penalty for protein with BLOSUM62 and gaps 11 + k (a 49-residue gap costs 60)."""
+
+
+def default_block_penalty(scheme: ScoringScheme) -> int:
+    """The default block penalty for ``scheme``'s alphabet (:data:`DNA_BLOCK_PENALTY` or :data:`PROTEIN_BLOCK_PENALTY`)."""
+    return DNA_BLOCK_PENALTY if scheme.is_dna else PROTEIN_BLOCK_PENALTY
+
+
+def _prepare(query_codes, target_codes, scheme: ScoringScheme, block_penalty: int):
+    if int(block_penalty) != block_penalty or block_penalty < 1:
+        raise InputError(f"the block penalty must be a positive integer, got {block_penalty}")
+    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    t = np.ascontiguousarray(target_codes, dtype=np.uint8)
+    scheme.check_score_range(len(q), len(t))
+    # Every cell but (0, 0) is at least -block_penalty - (bound), so this keeps int32 exact.
+    if scheme.score_bound(len(q), len(t)) + block_penalty >= -NEG_INF // 2:
+        raise InputError(f"block penalty {block_penalty} is too large for 32-bit scores")
+    return q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32), int(block_penalty)
+
+
+def syntenic_score(query_codes, target_codes, scheme: ScoringScheme, block_penalty: int) -> int:
+    """Optimal syntenic alignment score in O(min(m, n)) memory.
+
+    Parameters
+    ----------
+    query_codes, target_codes : numpy.ndarray
+        ``uint8`` codes of the query (length ``m``) and target (length ``n``).
+    scheme : ScoringScheme
+        Substitution matrix and gap costs (a gap of ``k`` costs ``open + k*extend``).
+    block_penalty : int
+        Cost ``d`` (positive) of one difference block.
+
+    Returns
+    -------
+    int
+        ``S(m, n)`` of docs/ALGORITHMS.md ("Syntenic"). This is the function
+        ``gpualign bench`` times; it computes ``m * n`` cells.
+
+    Raises
+    ------
+    InputError
+        A block penalty below 1, or scores that could overflow 32-bit integers.
+    """
+    q, t, matrix, d = _prepare(query_codes, target_codes, scheme, block_penalty)
+    # The recurrence is symmetric under transposition (I and D cost alike), so the
+    # rows run over the longer sequence and the row buffers hold the shorter one.
+    if len(t) > len(q):
+        q, t, matrix = t, q, np.ascontiguousarray(matrix.T)
+    S, I, H = kernels.new_row(len(t) + 1)
+    kernels.fill_rows(q, t, matrix, scheme.gap_open, scheme.gap_extend, d, 0, len(q), len(t) + 1,
+                      S, I, H, kernels.NO_FLAGS)
+    return int(S[len(t)])
+
+
+class SyntenicProblem:
+    """The syntenic recurrence as a :mod:`~gpualign_plugin.engines.checkpoint` problem.
+
+    A row state is an ``int32`` array of shape ``(3, width)``: ``S``, ``I`` and
+    ``H``. Moves collect in :attr:`moves` (end to start) up to :attr:`length`;
+    :attr:`score` is ``S(m, n)``, taken from the band that computes row ``m``.
+    """
+
+    direction_bytes_per_cell = 1
+    state_bytes_per_column = 12
+
+    def __init__(self, query, target, matrix, scheme: ScoringScheme, block_penalty: int,
+                 progress=None):
+        self.query = query
+        self.target = target
+        self.matrix = matrix
+        self.gap_open = scheme.gap_open
+        self.gap_extend = scheme.gap_extend
+        self.block_penalty = block_penalty
+        self.moves = np.empty(len(query) + len(target), dtype=np.uint8)
+        self.length = 0
+        self.score: int | None = None
+        self.progress = progress
+
+    def _fill(self, first: int, last: int, state: np.ndarray, width: int, flags) -> None:
+        kernels.fill_rows(self.query, self.target, self.matrix, self.gap_open, self.gap_extend,
+                          self.block_penalty, first, last, width, state[0], state[1], state[2],
+                          flags)
+        if self.progress is not None:
+            self.progress((last - first + 1) * width)
+
+    def initial_state(self, width: int) -> np.ndarray:
+        """Row 0: ``S``, ``I`` and ``H`` over columns ``0..width-1``."""
+        state = np.empty((3, width), dtype=np.int32)
+        self._fill(0, 0, state, width, kernels.NO_FLAGS)
+        return state
+
+    def forward(self, r0: int, top: np.ndarray, width: int, save_rows) -> list:
+        """States of the rows in ``save_rows``, computed from ``top`` (row ``r0``)."""
+        state = top[:, :width].copy()
+        saved = []
+        row = r0
+        for target_row in save_rows:
+            self._fill(row + 1, target_row, state, width, kernels.NO_FLAGS)
+            saved.append(state.copy())
+            row = target_row
+        return saved
+
+    def directions(self, r0: int, r1: int, top: np.ndarray, width: int) -> np.ndarray:
+        """Direction bytes of rows ``r0+1..r1`` over columns ``0..width-1``."""
+        state = top[:, :width].copy()
+        flags = np.empty((r1 - r0, width), dtype=np.uint8)
+        self._fill(r0 + 1, r1, state, width, flags)
+        if r1 == len(self.query) and width == len(self.target) + 1:
+            self.score = int(state[0, width - 1])
+        return flags
+
+    def trace(self, flags: np.ndarray, r0: int, cursor: Cursor) -> bool:
+        """Walk the band; see the protocol in :mod:`~gpualign_plugin.engines.checkpoint`."""
+        i, j, state, self.length = kernels.trace(flags, r0 + 1, cursor.row, cursor.col,
+                                                 cursor.state, self.moves, self.length)
+        if i == r0 and r0 == 0:
+            # Row 0 has no band of its own: its direction bytes are cheap to compute here.
+            row0 = np.empty((1, j + 1), dtype=np.uint8)
+            kernels.fill_rows(self.query, self.target, self.matrix, self.gap_open,
+                              self.gap_extend, self.block_penalty, 0, 0, j + 1,
+                              *kernels.new_row(j + 1), row0)
+            i, j, state, self.length = kernels.trace(row0, 0, i, j, state, self.moves,
+                                                     self.length)
+        cursor.row, cursor.col, cursor.state = int(i), int(j), int(state)
+        return i == 0 and j == 0 and state == kernels.STATE_S
+
+
+def _blocks(moves: np.ndarray, query, target, scheme: ScoringScheme,
+            block_penalty: int) -> tuple[SyntenicBlock, ...]:
+    """Matching regions and difference blocks of a path given as moves from start to end."""
+    blocks = []
+    i = j = 0
+    k = 0
+    count = len(moves)
+    while k < count:
+        move = moves[k]
+        start_i, start_j = i, j
+        if move >= kernels.MOVE_BLOCK_UP:
+            # A difference block: its opening move, then extensions up to the next opening or region.
+            while True:
+                if move in (kernels.MOVE_BLOCK_UP, kernels.MOVE_BLOCK_OPEN_UP):
+                    i += 1
+                else:
+                    j += 1
+                k += 1
+                if k == count:
+                    break
+                move = moves[k]
+                if move not in (kernels.MOVE_BLOCK_UP, kernels.MOVE_BLOCK_LEFT):
+                    break
+            blocks.append(SyntenicBlock("difference", start_i, i, start_j, j, -block_penalty))
+            continue
+        ops = []
+        while k < count and moves[k] < kernels.MOVE_BLOCK_UP:
+            move = moves[k]
+            if move == kernels.MOVE_DIAGONAL:
+                ops.append("=" if query[i] == target[j] else "X")
+                i += 1
+                j += 1
+            elif move == kernels.MOVE_DELETION:
+                ops.append("D")
+                j += 1
+            else:
+                ops.append("I")
+                i += 1
+            k += 1
+        cigar = Cigar.from_ops("".join(ops))
+        score = score_cigar(cigar, query[start_i:i], target[start_j:j], scheme)
+        blocks.append(SyntenicBlock("match", start_i, i, start_j, j, score, cigar))
+    return tuple(blocks)
+
+
+def syntenic_align(query_codes, target_codes, scheme: ScoringScheme, block_penalty: int,
+                   memory_budget: int = DEFAULT_MEMORY_BUDGET, progress=None) -> SyntenicAlignment:
+    """Optimal syntenic alignment with its matching regions and difference blocks.
+
+    The traceback uses one direction byte per cell when ``m * (n + 1)`` bytes fit
+    ``memory_budget``; otherwise the checkpointed traceback of
+    :mod:`~gpualign_plugin.engines.checkpoint` (saved rows of 12 bytes per
+    column, bands re-solved from them), which gives the same path.
+
+    Parameters
+    ----------
+    query_codes, target_codes : numpy.ndarray
+        ``uint8`` codes of the query (length ``m``) and target (length ``n``).
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    block_penalty : int
+        Cost ``d`` (positive) of one difference block.
+    memory_budget : int
+        Bytes of direction information held at once (default 256 MiB); peak
+        memory is about this plus the saved rows.
+    progress : callable, optional
+        Called with the number of DP cells computed after each band (for a
+        progress bar); the total is about ``m * n`` when everything fits the
+        budget and two to three times that when it does not.
+
+    Returns
+    -------
+    SyntenicAlignment
+        With ``query_id`` ``'query'`` and ``target_id`` ``'target'``
+        (:func:`syntenic` fills in the record ids).
+
+    Raises
+    ------
+    InputError
+        A block penalty below 1, or scores that could overflow 32-bit integers.
+    """
+    q, t, matrix, d = _prepare(query_codes, target_codes, scheme, block_penalty)
+    problem = SyntenicProblem(q, t, matrix, scheme, d, progress)
+    if len(q) == 0:
+        # No band holds row m = 0: the whole path lies on row 0.
+        problem.score = int(problem.initial_state(len(t) + 1)[0, len(t)])
+        problem.trace(np.empty((0, len(t) + 1), dtype=np.uint8), 0,
+                      Cursor(0, len(t), kernels.STATE_S))
+    else:
+        checkpointed_traceback(problem, len(q), len(t), kernels.STATE_S, memory_budget)
+    moves = problem.moves[:problem.length][::-1]
+    blocks = _blocks(moves, q, t, scheme, d)
+    return SyntenicAlignment("query", "target", len(q), len(t), problem.score, d, blocks)
+
+
+def syntenic(query: Sequence, target: Sequence, scheme: ScoringScheme, block_penalty: int,
+             memory_budget: int = DEFAULT_MEMORY_BUDGET, progress=None) -> SyntenicAlignment:
+    """Syntenic alignment of two records (see :func:`syntenic_align`), ids filled in.
+
+    Parameters
+    ----------
+    query, target : Sequence
+        Encoded records (same alphabet as ``scheme``).
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    block_penalty : int
+        Cost of one difference block (:func:`default_block_penalty` gives the CLI's default).
+    memory_budget : int
+        Bytes of direction information held at once.
+    progress : callable, optional
+        Called with DP cells done, as in :func:`syntenic_align`.
+
+    Returns
+    -------
+    SyntenicAlignment
+    """
+    result = syntenic_align(query.codes, target.codes, scheme, block_penalty, memory_budget,
+                            progress)
+    return replace(result, query_id=query.id, target_id=target.id)
