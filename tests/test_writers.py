@@ -356,6 +356,22 @@ def test_merge_refuses_mismatched_or_unsorted_inputs(tmp_path):
     assert not os.path.exists(tmp_path / "m.bam")
 
 
+def test_merge_detects_records_out_of_order_and_leaves_no_output(tmp_path):
+    alignments, queries, targets = hand_alignments()
+    write_alignments(tmp_path / "a.bam", alignments, queries, targets, DNA, "a")
+    # A file that claims coordinate order but breaks it: q1 on t2, then q2 on t1, then q1 on t1.
+    with pysam.AlignmentFile(str(tmp_path / "a.bam")) as source:
+        header = source.header.to_dict()
+        records = list(source.fetch(until_eof=True))
+    with pysam.AlignmentFile(str(tmp_path / "liar.bam"), "wb", header=header) as liar:
+        for record in reversed(records):
+            liar.write(record)
+    with pytest.raises(InputError,
+                       match=r"liar\.bam: record 'q2': records are not in coordinate order"):
+        merge_bams(tmp_path / "m.bam", [tmp_path / "a.bam", tmp_path / "liar.bam"])
+    assert sorted(os.listdir(tmp_path)) == ["a.bam", "a.bam.bai", "liar.bam"]
+
+
 # --------------------------------------------------------------------------- PAF
 
 
