@@ -150,7 +150,7 @@ def all_outputs():
     analyses = config["analyses"]
     if analyses["pairwise"]:
         outputs += expand("results/pairwise/{genome}.{ext}", genome=QUERIES,
-                          ext=["bam", "bam.bai", "paf"])
+                          ext=["bam", "paf"])
     if analyses["syntenic"]:
         outputs += expand("results/syntenic/{genome}/{genome}.{ext}", genome=QUERIES,
                           ext=["blocks.tsv", "query.bed", "target.bed", "paf", "dotplot.png",

@@ -65,7 +65,6 @@ rule merge_pairwise:
                                       genome=wildcards.genome, shard=pairwise_shards(wildcards.genome)),
     output:
         bam="results/pairwise/{genome}.bam",
-        bai="results/pairwise/{genome}.bam.bai",
         paf="results/pairwise/{genome}.paf",
     params:
         gpualign=GPUALIGN,

@@ -1,5 +1,6 @@
 # Protein queries against the database, one job per database shard; the shards' top-k
-# lists merge exactly into the top-k of the whole database.
+# lists merge exactly into the top-k of the whole database (E-values over all of it).
+# `gpualign search` runs on the CPU, so these jobs ask for no GPU.
 
 
 rule search_shard:
@@ -7,13 +8,10 @@ rule search_shard:
         queries=config.get("search", {}).get("queries", []),
         database=config.get("search", {}).get("database", []),
     output:
-        hits=temp("results/search/shards/{shard}.tsv"),
-        sam=temp("results/search/shards/{shard}.sam"),
+        hits=temp("results/search/shards/{shard}.hits"),
         stats="results/stats/search/{shard}.json",
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
-        backend=config["backend"],
         shards=config.get("search", {}).get("shards", 1),
         top=config.get("search", {}).get("top", 5),
         scoring=scoring_options("search"),
@@ -24,28 +22,28 @@ rule search_shard:
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
-        gpu=GPU_PER_JOB,
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpu_slot} {params.gpualign} search --query {input.queries:q} --db {input.database:q} "
-        "--out {output.hits:q} --sam {output.sam:q} --top {params.top} "
-        "--shards {params.shards} --shard {wildcards.shard} {params.scoring} "
-        "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
+        "{params.gpualign} search --query {input.queries:q} --db {input.database:q} "
+        "--out-hits {output.hits:q} --top {params.top} --shards {params.shards} "
+        "--shard {wildcards.shard} {params.scoring} --threads {threads} "
+        "--stats {output.stats:q} 2> {log:q}"
 
 
 rule merge_search:
     input:
-        hits=expand("results/search/shards/{shard}.tsv",
-                    shard=shard_names(config.get("search", {}).get("shards", 1))),
-        sams=expand("results/search/shards/{shard}.sam",
+        queries=config.get("search", {}).get("queries", []),
+        database=config.get("search", {}).get("database", []),
+        hits=expand("results/search/shards/{shard}.hits",
                     shard=shard_names(config.get("search", {}).get("shards", 1))),
     output:
-        hits="results/search/hits.tsv",
+        blast="results/search/hits.tsv",
+        table="results/search/hits.table.tsv",
         sam="results/search/hits.sam",
     params:
         gpualign=GPUALIGN,
-        top=config.get("search", {}).get("top", 5),
+        scoring=scoring_options("search"),
     log:
         "logs/merge_search.log",
     benchmark:
@@ -56,5 +54,6 @@ rule merge_search:
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpualign} merge-hits --top {params.top} --out {output.hits:q} --sam {output.sam:q} "
-        "{input.hits:q} --sam-inputs {input.sams:q} 2> {log:q}"
+        "{params.gpualign} merge-hits --query {input.queries:q} --db {input.database:q} "
+        "--out-blast {output.blast:q} --out-tsv {output.table:q} --out-sam {output.sam:q} "
+        "{params.scoring} {input.hits:q} 2> {log:q}"

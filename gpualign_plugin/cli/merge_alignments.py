@@ -1,0 +1,162 @@
+"""``gpualign merge-alignments``: merge per-shard alignment files into one of each kind.
+
+Shards come from ``gpualign split``, which keeps input order, so merging is exact:
+
+* BAM: a k-way merge of coordinate-sorted shards into one sorted, indexed BAM
+  (:func:`gpualign_plugin.io.sam.merge_bams`);
+* PAF: the shards' lines concatenated in shard order (the order of the unsplit run);
+* MAF: one ``##maf`` header, then every shard's blocks in shard order;
+* aligned-FASTA directories: every file copied into one directory (a name found in
+  two shards is an error).
+
+Every output appears only when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import tempfile
+
+from gpualign_plugin.cli.common import command_line
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.atomic import atomic_text, check_writable
+
+EPILOG = """examples:
+  gpualign merge-alignments --bam shards/*.bam --out-bam strain.bam \\
+      --paf shards/*.paf --out-paf strain.paf
+  gpualign merge-alignments --maf parts/*.maf --out-maf all.maf \\
+      --fasta-dir parts/*.fasta --out-fasta-dir fasta
+Give the shard files in shard order (000, 001, ...): PAF and MAF keep that order."""
+
+_PAIRS = (("bam", "out_bam"), ("paf", "out_paf"), ("maf", "out_maf"), ("fasta_dir", "out_fasta_dir"))
+
+
+def register(subparsers) -> None:
+    """Add the ``merge-alignments`` subcommand."""
+    parser = subparsers.add_parser(
+        "merge-alignments", help="merge per-shard BAM/PAF/MAF/FASTA outputs",
+        description="Merge the per-shard outputs of a split run: sorted BAMs into one sorted, "
+                    "indexed BAM; PAF and MAF files concatenated in shard order; directories "
+                    "of aligned FASTA files into one directory.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bam", nargs="+", default=[], metavar="BAM",
+                        help="coordinate-sorted shard BAMs")
+    parser.add_argument("--out-bam", metavar="BAM", help="merged BAM (indexed beside it)")
+    parser.add_argument("--paf", nargs="+", default=[], metavar="PAF", help="shard PAF files")
+    parser.add_argument("--out-paf", metavar="PAF", help="merged PAF")
+    parser.add_argument("--maf", nargs="+", default=[], metavar="MAF", help="shard MAF files")
+    parser.add_argument("--out-maf", metavar="MAF", help="merged MAF")
+    parser.add_argument("--fasta-dir", nargs="+", default=[], metavar="DIR",
+                        help="shard directories of aligned FASTA files")
+    parser.add_argument("--out-fasta-dir", metavar="DIR",
+                        help="directory to create with every aligned FASTA file")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check every input and output first, then merge each kind that was given."""
+    given = False
+    for inputs_name, output_name in _PAIRS:
+        inputs, output = getattr(args, inputs_name), getattr(args, output_name)
+        option = "--" + inputs_name.replace("_", "-")
+        if bool(inputs) != bool(output):
+            raise InputError(f"{option} and --{output_name.replace('_', '-')} go together")
+        if not inputs:
+            continue
+        given = True
+        for path in inputs:
+            exists = os.path.isdir(path) if inputs_name == "fasta_dir" else os.path.isfile(path)
+            if not exists:
+                raise InputError("no such " + ("directory" if inputs_name == "fasta_dir" else "file"),
+                                 path=path)
+        if inputs_name == "fasta_dir":
+            check_writable(output.rstrip("/") + "/")
+            if os.path.exists(output):
+                raise InputError("output directory exists already", path=output)
+        else:
+            check_writable(output)
+    if not given:
+        raise InputError("nothing to merge: give --bam, --paf, --maf or --fasta-dir inputs")
+    if args.bam:
+        from gpualign_plugin.io.sam import merge_bams
+
+        merge_bams(args.out_bam, args.bam, command_line=command_line())
+    if args.paf:
+        concatenate(args.paf, args.out_paf)
+    if args.maf:
+        merge_maf(args.maf, args.out_maf)
+    if args.fasta_dir:
+        merge_directories(args.fasta_dir, args.out_fasta_dir)
+    return 0
+
+
+def concatenate(inputs, output) -> None:
+    """Write the lines of ``inputs`` one file after another to ``output`` (atomically)."""
+    with atomic_text(output) as out:
+        for path in inputs:
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    out.write(line if line.endswith("\n") else line + "\n")
+
+
+def merge_maf(inputs, output) -> None:
+    """Write one MAF with the first input's header lines and every input's blocks in order.
+
+    Raises
+    ------
+    InputError
+        An input that does not start with a ``##maf`` line.
+    """
+    with atomic_text(output) as out:
+        for index, path in enumerate(inputs):
+            with open(path, encoding="utf-8") as handle:
+                first = handle.readline()
+                if not first.startswith("##maf"):
+                    raise InputError("not a MAF file (the first line is not '##maf ...')",
+                                     path=path, position=1, position_kind="line")
+                if index == 0:
+                    out.write(first)
+                in_header = True
+                for line in handle:
+                    if in_header and line.startswith("#"):
+                        if index == 0:
+                            out.write(line)
+                        continue
+                    in_header = False
+                    out.write(line)
+
+
+def merge_directories(inputs, output) -> None:
+    """Copy every file of the ``inputs`` directories into the new directory ``output``.
+
+    The directory appears under its name only once every file is copied.
+
+    Raises
+    ------
+    InputError
+        The same file name in two input directories.
+    """
+    output = output.rstrip("/")
+    parent = os.path.dirname(os.path.abspath(output))
+    staging = tempfile.mkdtemp(prefix="." + os.path.basename(output) + ".", suffix=".part",
+                               dir=parent)
+    try:
+        origin: dict[str, str] = {}
+        for directory in inputs:
+            for name in sorted(os.listdir(directory)):
+                source = os.path.join(directory, name)
+                if not os.path.isfile(source):
+                    continue
+                if name in origin:
+                    raise InputError(f"file name also found in {origin[name]}", path=source)
+                origin[name] = directory
+                shutil.copyfile(source, os.path.join(staging, name))
+        os.chmod(staging, 0o755)
+        os.replace(staging, output)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(staging)
+        raise
