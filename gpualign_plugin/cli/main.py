@@ -23,6 +23,11 @@ SUBCOMMANDS = (
     "search",
     "merge_hits",
     "batch",
+    "split",
+    "merge_alignments",
+    "align3",
+    "fold",
+    "syntenic",
 )
 
 EPILOG = """examples:
