@@ -148,7 +148,7 @@ BAD_INPUTS = [
     ("no_records", ";only a comment\n", [], ["no FASTA records"]),
     ("empty_sequence", ">a\nACGT\n>b\n", [], ["record 'b'", "empty sequence"]),
     ("bad_character", ">a\nACGT\n>b\nACG!T\n", [], ["record 'b'", "position 4", "'!'"]),
-    ("protein_for_dna", ">p\nMKVLHEEQRSTW\n", [], ["record 'p'", "position 2", "protein"]),
+    ("protein_for_dna", ">p\nMKVLHEEQRSTW\n", [], ["record 'p'", "position 4", "protein"]),
     ("dna_for_protein", ">d\nACGTACGTACGTACGTAAC\n", ["--matrix", "BLOSUM62", "--strand", "plus"],
      ["record 'd'", "nucleotides"]),
     ("duplicate", ">a\nACGT\n>a\nACGT\n", [], ["record 'a'", "duplicate"]),
@@ -163,7 +163,8 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("name, text, extra, words", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_bad_input_gives_one_line_exit_2_and_no_output(tmp_path, capsys, name, text, extra, words):
     target = tmp_path / "t.fa"
-    target.write_text(">t\nACGTACGTAAACCCGGGTTT\n")
+    protein = "--matrix" in extra
+    target.write_text(">t\nMKVLHEEQRSTWACDEFG\n" if protein else ">t\nACGTACGTAAACCCGGGTTT\n")
     query = tmp_path / "q.fa"
     if text is not None:
         query.write_text(text)

@@ -180,6 +180,14 @@ def describe_device(engine: str, device: int = 0) -> str:
     return cpu_description()
 
 
-def command_line() -> str:
-    """The command line as typed (for @PG lines and output headers)."""
-    return " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])
+def command_line(args: argparse.Namespace | None = None) -> str:
+    """The command line as typed (for @PG lines and output headers).
+
+    ``args`` parsed by :func:`gpualign_plugin.cli.main.main` carry the argument
+    list main() was given (which differs from ``sys.argv`` when main is called
+    from Python); without them ``sys.argv`` is used.
+    """
+    argv = getattr(args, "argv", None)
+    if argv is None:
+        argv = sys.argv[1:]
+    return " ".join(["gpualign"] + list(argv))

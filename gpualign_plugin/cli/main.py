@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``gpualign`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="gpualign: %(message)s", stream=sys.stderr)
     if args.subcommand is None:

@@ -131,6 +131,6 @@ def run(args: argparse.Namespace) -> int:
         stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
     log.info("%d alignments of %d queries (%s, %.2f GCUPS)", len(alignments), len(queries), engine, stats.gcups)
-    write_outputs(outputs, alignments, queries, targets, scheme, command_line())
+    write_outputs(outputs, alignments, queries, targets, scheme, command_line(args))
     stats.write(args.stats)
     return 0
