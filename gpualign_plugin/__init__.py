@@ -13,11 +13,13 @@ from gpualign_plugin.engines.placement import place
 from gpualign_plugin.io.paf import read_paf, write_paf
 from gpualign_plugin.io.pairwise_text import write_pairwise_text
 from gpualign_plugin.io.sam import merge_bams, write_alignments
-from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock
+from gpualign_plugin.engines.syntenic import syntenic, syntenic_align, syntenic_score
 from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
 
 __all__ = [
     "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
-    "Sequence", "iter_fasta", "merge_bams", "place", "read_fasta", "read_paf", "write_alignments",
+    "Sequence", "SyntenicAlignment", "SyntenicBlock", "iter_fasta", "merge_bams", "place",
+    "read_fasta", "read_paf", "syntenic", "syntenic_align", "syntenic_score", "write_alignments",
     "write_paf", "write_pairwise_text",
 ]

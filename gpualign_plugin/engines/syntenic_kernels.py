@@ -36,7 +36,7 @@ MOVE_BLOCK_UP, MOVE_BLOCK_LEFT, MOVE_BLOCK_OPEN_UP, MOVE_BLOCK_OPEN_LEFT = 3, 4,
 forms are the block's first move in sequence order."""
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fill_rows(a, b, matrix, gap_open, gap_extend, block_penalty, first, last, width,
               S, I, H, flags):
     """Advance the row state over rows ``first..last`` (inclusive), columns ``0..width-1``.
@@ -143,7 +143,7 @@ def fill_rows(a, b, matrix, gap_open, gap_extend, block_penalty, first, last, wi
             left_h = value_h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def trace(flags, first, i, j, state, moves, count):
     """Follow the direction bytes from cell ``(i, j)`` in ``state`` while the path stays in rows ``>= first``.
 
