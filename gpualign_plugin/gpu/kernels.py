@@ -1,0 +1,122 @@
+"""Loading the CUDA kernels, launching them safely, and checking GPU memory before a launch.
+
+The kernel sources are package data (``gpu/*.cu``, ``gpu/*.cuh``). Each family is
+compiled once per process and device architecture through ``cupy.RawModule``; CuPy
+keeps the binaries in its disk cache (``CUPY_CACHE_DIR``), whose key is the source
+text and the options, so the headers are pasted into the source before compiling
+(an edited header then gives a new key instead of a stale binary).
+
+Options come from the device: ``-DGPUALIGN_DPX=1`` on compute capability 9.0 and
+newer selects Hopper's DPX instructions (three-way maxima in one instruction);
+CuPy adds the ``-arch`` of the current device itself.
+
+Every launch goes through :func:`launch`, which synchronises and turns a CUDA
+error into :class:`GpuKernelError` naming the kernel and the sizes it was given.
+:func:`check_memory` compares a size estimate with the free device memory before
+any allocation, so an input too large for the card gives :class:`GpuMemoryError`
+with the numbers instead of a crash.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+
+KERNEL_DIR = "gpualign_plugin.gpu"
+
+
+class GpuKernelError(RuntimeError):
+    """A CUDA kernel failed; the message names the kernel and its sizes."""
+
+
+class GpuMemoryError(MemoryError):
+    """The work does not fit in the GPU's free memory; the message gives both numbers."""
+
+
+def _source(name: str) -> str:
+    """Text of ``gpu/NAME`` with local ``#include "x.cuh"`` lines replaced by the header's text."""
+    package = resources.files(KERNEL_DIR)
+    text = package.joinpath(name).read_text()
+
+    def paste(match: re.Match) -> str:
+        return package.joinpath(match.group(1)).read_text()
+
+    return re.sub(r'^#include "([A-Za-z0-9_]+\.cuh)"\s*$', paste, text, flags=re.MULTILINE)
+
+
+def compile_options(compute_capability: tuple) -> tuple:
+    """NVRTC options for a device of ``compute_capability`` ``(major, minor)``."""
+    dpx = 1 if tuple(compute_capability) >= (9, 0) else 0
+    return ("-std=c++17", f"-DGPUALIGN_DPX={dpx}")
+
+
+STRIPED_VARIANTS = tuple(f"striped_sweep<{r},{local},{dirs}>"
+                         for r in (2, 4, 8) for local in ("true", "false") for dirs in ("true", "false"))
+"""Template instances of the striped sweep: rows per lane x local x direction bytes."""
+
+
+@functools.lru_cache(maxsize=None)
+def _module(source: str, compute_capability: tuple, names: tuple):
+    import cupy
+
+    return cupy.RawModule(code=_source(source), options=compile_options(compute_capability),
+                          name_expressions=names)
+
+
+def get_kernel(device: int, source: str, name: str, names: tuple, compute_capability: tuple | None = None):
+    """The compiled kernel ``name`` of ``gpu/source`` for ``device`` (compiled once per process).
+
+    ``compute_capability`` overrides the device's for the choice of options (the
+    benchmarks build the non-DPX variant on a Hopper GPU this way).
+    """
+    from gpualign_plugin.gpu.runtime import probe
+
+    capability = compute_capability or probe(device).compute_capability
+    return _module(source, tuple(capability), names).get_function(name)
+
+
+def resident_blocks(kernel, threads: int, shared_bytes: int, device: int) -> int:
+    """Blocks of ``threads`` threads that fit on the whole device at once (persistent grid size)."""
+    import cupy
+
+    from gpualign_plugin.gpu.runtime import probe
+
+    try:
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            kernel.ptr, threads, shared_bytes)
+    except Exception:  # older CuPy without the occupancy call: estimate from registers
+        per_sm = max(1, min(65536 // max(1, kernel.num_regs * threads), 2048 // threads))
+    return max(1, int(per_sm)) * probe(device).multiprocessors
+
+
+def launch(kernel, name: str, grid: int, block: int, args: tuple, shared_bytes: int, sizes: str) -> None:
+    """Launch ``kernel`` and wait for it; a CUDA error becomes :class:`GpuKernelError`.
+
+    ``name`` and ``sizes`` (e.g. ``'rectangle 4096 x 4096, 16 strips'``) go into the
+    message.
+    """
+    import cupy
+
+    try:
+        kernel((grid,), (block,), args, shared_mem=shared_bytes)
+        cupy.cuda.get_current_stream().synchronize()
+    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
+        raise GpuKernelError(f"CUDA kernel {name} failed on {sizes} "
+                             f"(grid {grid} x {block} threads, {shared_bytes} B shared): {exc}") from exc
+
+
+def free_bytes() -> int:
+    """Device memory available to new allocations: the driver's free memory plus CuPy's pooled blocks."""
+    import cupy
+
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+
+
+def check_memory(needed: int, what: str) -> None:
+    """Raise :class:`GpuMemoryError` when ``needed`` bytes exceed the free device memory."""
+    available = free_bytes()
+    if needed > available:
+        raise GpuMemoryError(f"{what} needs {needed / 2**20:.0f} MiB of GPU memory but only "
+                             f"{available / 2**20:.0f} MiB is free")

@@ -1,0 +1,448 @@
+"""Exact pairwise alignment (Gotoh affine gaps) of long sequences on one GPU.
+
+Same functions, arguments and results as :mod:`gpualign_plugin.engines.pairwise`
+(local, global, semiglobal; ``PairScore`` / ``PairAlignment``), and the same
+answer: the recurrences, end-cell rule and traceback priority of
+docs/ALGORITHMS.md. docs/GPU.md describes the design and the measurements.
+
+Scoring (phase 1) is the striped sweep of ``gpu/striped.cu``: a warp owns a strip
+of ``32 * R`` query rows and sweeps all target columns; strips hand their bottom
+row to the next strip through global memory, guarded by ready flags.
+
+Traceback in bounded memory (phases 2 and 3). During phase 1 the sweep also saves
+``(H, F)`` of every ``every``-th row and ``(H, E)`` of every ``every``-th column.
+The walk back starts at the end cell; the cell it is at lies in one chunk, the
+rectangle between the checkpoint rows and columns around it. That chunk is
+re-solved on the GPU from its saved top row and left column, only up to the
+current cell, with one direction byte per cell; the host follows the direction
+bytes until the path leaves the chunk through its top or left edge, carrying the
+state (H, E or F) into the next chunk. The values are exact, so every choice is
+the one the full matrix would make and the CIGAR is the CPU engine's.
+
+Memory bound. For an ``m x n`` problem with checkpoint interval ``c`` (rows and
+columns) the alignment holds ``8 * (m * n / c) * 2`` bytes of checkpoints (``H``
+and ``F`` or ``E``, 4 bytes each, ``(m / c)`` rows of ``n`` and ``(n / c)`` columns
+of ``m``) plus one chunk of direction bytes, ``c * (c + 31)`` bytes, plus ``16 n``
+bytes of strip hand-over rows. At 1 Mbp x 1 Mbp and ``c = 4096`` that is 3.9 GB.
+:func:`align_pair` starts from ``c = 4096`` and doubles it until the estimate
+fits ``memory_budget`` (default: half the free GPU memory), and raises
+:class:`~gpualign_plugin.gpu.kernels.GpuMemoryError` when no interval fits.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit
+
+from gpualign_plugin.engines import pairwise as cpu
+from gpualign_plugin.engines.pairwise import PairAlignment, PairScore
+from gpualign_plugin.engines.pairwise_kernels import (OP_DELETION, OP_INSERTION, OP_MATCH,
+                                                       OP_MISMATCH, STATE_E, STATE_F, STATE_H)
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.gpu import kernels
+from gpualign_plugin.model import Cigar
+from gpualign_plugin.scoring import NEG_INF, ScoringScheme
+
+MODES = cpu.MODES
+DEFAULT_CHECKPOINT_EVERY = 4096
+WARPS_PER_BLOCK = 4
+_SOURCE = "striped.cu"
+
+
+def _rows_per_lane(height: int, resident_warps: int, multiple_of: int = 0) -> int:
+    """Rows per lane ``R`` (8, 4 or 2): the largest that still gives every resident warp a strip.
+
+    With ``multiple_of`` (a checkpoint interval) the strip height ``32 * R`` must divide it.
+    """
+    for rows in (8, 4, 2):
+        if multiple_of and multiple_of % (32 * rows):
+            continue
+        if -(-height // (32 * rows)) >= resident_warps // (8 // rows) or rows == 2:
+            return rows
+    raise InputError(f"checkpoint interval {multiple_of} must be a multiple of 64 rows")
+
+
+class _Sweep:
+    """One problem on one device: sequences, scheme and the kernel launches over its rectangles."""
+
+    def __init__(self, query, target, scheme: ScoringScheme, mode: str, device: int,
+                 compute_capability: tuple | None = None):
+        import cupy
+
+        self.cupy = cupy
+        self.device = device
+        self.m, self.n = len(query), len(target)
+        self.local = mode == "local"
+        self.mode = mode
+        self.gap_open, self.gap_extend = scheme.gap_open, scheme.gap_extend
+        self.query = query
+        self.target = target
+        self.alpha = scheme.alphabet.size
+        self.d_query = cupy.asarray(query)
+        self.d_target = cupy.asarray(target)
+        self.d_sub = cupy.asarray(np.ascontiguousarray(scheme.matrix, dtype=np.int32))
+        self.resident_warps = None
+        self.compute_capability = compute_capability
+
+    def kernel(self, rows: int, dirs: bool):
+        name = f"striped_sweep<{rows},{'true' if self.local else 'false'},{'true' if dirs else 'false'}>"
+        return name, kernels.get_kernel(self.device, _SOURCE, name, kernels.STRIPED_VARIANTS,
+                                        self.compute_capability)
+
+    def warps(self) -> int:
+        """Warps resident on the device at once (the persistent grid), measured on the R=8 kernel."""
+        if self.resident_warps is None:
+            _name, kernel = self.kernel(8, False)
+            shared = WARPS_PER_BLOCK * self.alpha * 256
+            self.resident_warps = WARPS_PER_BLOCK * kernels.resident_blocks(
+                kernel, 32 * WARPS_PER_BLOCK, shared, self.device)
+        return self.resident_warps
+
+    def column0(self, rows: np.ndarray) -> np.ndarray:
+        """``H(i, 0)`` for the 1-based rows ``rows``."""
+        if self.local:
+            return np.zeros(len(rows), dtype=np.int32)
+        return (-(self.gap_open + rows * self.gap_extend)).astype(np.int32)
+
+    def row0(self, columns: np.ndarray) -> np.ndarray:
+        """``H(0, j)`` for the columns ``columns`` (``H(0, 0) = 0``)."""
+        if self.mode != "global":
+            return np.zeros(len(columns), dtype=np.int32)
+        return np.where(columns == 0, 0, -(self.gap_open + columns * self.gap_extend)).astype(np.int32)
+
+    def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
+            dirs: bool = False, track_best: bool = False, last_row: int = 0,
+            row_ckpt=None, col_ckpt=None, every: int = 0):
+        """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
+
+        ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
+        ``c0..c0+width``); ``left_h``/``left_e``: device int32, ``height`` values of column ``c0``.
+        Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked).
+        """
+        cp = self.cupy
+        strip = 32 * rows
+        strips = -(-height // strip)
+        padded = strips * strip
+        query = cp.zeros(padded, dtype=cp.uint8)
+        query[:height] = self.d_query[r0:r0 + height]
+        lh = cp.zeros(padded, dtype=cp.int32)
+        lh[:height] = left_h
+        le = cp.full(padded, NEG_INF, dtype=cp.int32)
+        le[:height] = left_e
+        batches = -(-width // 32)
+        slots = cp.empty(2 * width * 2, dtype=cp.int32)
+        flags = cp.full(2 * batches, -1, dtype=cp.int32)
+        ticket = cp.zeros(1, dtype=cp.int32)
+        best = cp.empty(3 * strips, dtype=cp.int32) if track_best else None
+        last = cp.empty(width + 1, dtype=cp.int32) if last_row else None
+        dir_bytes = cp.empty(strips * (width + 31) * strip, dtype=cp.uint8) if dirs else None
+        name, kernel = self.kernel(rows, dirs)
+        shared = WARPS_PER_BLOCK * self.alpha * strip
+        grid = max(1, min(-(-strips // WARPS_PER_BLOCK), self.warps() // WARPS_PER_BLOCK))
+        null = np.uint64(0)
+        i32 = np.int32
+        args = (query, self.d_target[c0:c0 + width], self.d_sub, i32(self.alpha), i32(height), i32(width),
+                i32(self.gap_open + self.gap_extend), i32(self.gap_extend),
+                cp.ascontiguousarray(top_h), cp.ascontiguousarray(top_f), lh, le,
+                slots, flags, ticket, i32(strips),
+                row_ckpt if row_ckpt is not None else null, i32(every or 1),
+                i32(row_ckpt.shape[0] if row_ckpt is not None else 0),
+                col_ckpt if col_ckpt is not None else null, i32(every or 1),
+                i32(col_ckpt.shape[0] if col_ckpt is not None else 0),
+                last if last is not None else null, i32(last_row),
+                best if best is not None else null,
+                dir_bytes if dir_bytes is not None else null)
+        kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, shared,
+                       f"rectangle {height} x {width} at ({r0}, {c0}), {strips} strips of {strip} rows")
+        return best, last, dir_bytes
+
+    def full_boundaries(self):
+        """Row 0 and column 0 of the whole matrix as device arrays ``(top_h, top_f, left_h, left_e)``."""
+        cp = self.cupy
+        top_h = cp.asarray(self.row0(np.arange(self.n + 1)))
+        top_f = cp.full(self.n + 1, NEG_INF, dtype=cp.int32)
+        left_h = cp.asarray(self.column0(np.arange(1, self.m + 1)))
+        left_e = cp.full(self.m, NEG_INF, dtype=cp.int32)
+        return top_h, top_f, left_h, left_e
+
+    def end_cell(self, best, last) -> PairScore:
+        """The end cell from phase 1's per-strip bests (local) or last row (global, semiglobal)."""
+        if self.local:
+            rows = best.get().reshape(-1, 3).astype(np.int64)
+            order = np.lexsort((rows[:, 2], rows[:, 1], -rows[:, 0]))
+            score, i, j = (int(x) for x in rows[order[0]])
+            return PairScore(score, i, j) if score > 0 else PairScore(0, 0, 0)
+        row = last.get()
+        row[0] = self.column0(np.array([self.m]))[0]
+        if self.mode == "global":
+            return PairScore(int(row[self.n]), self.m, self.n)
+        j = int(np.argmax(row))  # first maximum: the smallest j
+        return PairScore(int(row[j]), self.m, j)
+
+
+def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    query = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    target = np.ascontiguousarray(target_codes, dtype=np.uint8)
+    scheme.check_score_range(len(query), len(target))
+    if scheme.matrix.min() < -128 or scheme.matrix.max() > 127:
+        raise InputError("the GPU engine needs substitution scores between -128 and 127 "
+                         f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
+    return query, target
+
+
+def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0) -> PairScore:
+    """Optimal score and end cell of one pair, computed on the GPU.
+
+    Parameters
+    ----------
+    query_codes, target_codes : numpy.ndarray
+        ``uint8`` codes of the query (rows) and target (columns).
+    scheme : ScoringScheme
+        Substitution matrix (scores in -128..127) and gap costs.
+    mode : str
+        ``'local'``, ``'global'`` or ``'semiglobal'``.
+    device : int
+        CUDA device ordinal (counted inside CUDA_VISIBLE_DEVICES).
+
+    Returns
+    -------
+    PairScore
+        Identical to :func:`gpualign_plugin.engines.pairwise.score_pair`.
+
+    Raises
+    ------
+    InputError
+        Scores that could overflow 32 bits, or substitution scores outside int8.
+    GpuMemoryError
+        The sequences and hand-over rows do not fit in free GPU memory.
+    """
+    return _score(query_codes, target_codes, scheme, mode, device)
+
+
+def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_capability=None):
+    """:func:`score_pair` with the kernel variant forced (rows per lane, DPX by compute capability)."""
+    import cupy
+
+    query, target = _prepare(query_codes, target_codes, scheme, mode)
+    if len(query) == 0 or len(target) == 0:
+        return cpu.score_pair(query, target, scheme, mode)
+    with cupy.cuda.Device(device):
+        m, n = len(query), len(target)
+        kernels.check_memory(2 * (m + n) + 24 * n + 16 * m + 4096, f"scoring {m} x {n}")
+        sweep = _Sweep(query, target, scheme, mode, device, compute_capability)
+        rows = rows or _rows_per_lane(m, sweep.warps())
+        best, last, _ = sweep.run(0, 0, m, n, *sweep.full_boundaries(), rows,
+                                  track_best=sweep.local, last_row=0 if sweep.local else m)
+        return sweep.end_cell(best, last)
+
+
+def _checkpoint_bytes(m: int, n: int, every: int) -> int:
+    """GPU bytes of phase 1 with checkpoints every ``every`` rows and columns, plus one chunk's directions."""
+    rows = (m - 1) // every
+    columns = (n - 1) // every
+    return (8 * rows * (n + 1) + 8 * columns * (m + 1) + every * (every + 31 + 64)
+            + 24 * n + 16 * m + 2 * (m + n) + 4096)
+
+
+def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
+               memory_budget: int | None = None, *, checkpoint_every: int | None = None) -> PairAlignment:
+    """Optimal alignment of one pair with its CIGAR, computed on the GPU in bounded memory.
+
+    Parameters
+    ----------
+    query_codes, target_codes : numpy.ndarray
+        ``uint8`` codes of the query (rows) and target (columns).
+    scheme : ScoringScheme
+        Substitution matrix (scores in -128..127) and gap costs.
+    mode : str
+        ``'local'``, ``'global'`` or ``'semiglobal'``.
+    device : int
+        CUDA device ordinal (counted inside CUDA_VISIBLE_DEVICES).
+    memory_budget : int, optional
+        Bytes of GPU memory the checkpoints and one chunk may take (default: half
+        of the free device memory). The interval grows until they fit.
+    checkpoint_every : int, optional
+        Force the checkpoint interval (rows and columns; a multiple of 64). Tests
+        use small values so that the chunked traceback crosses many chunks.
+
+    Returns
+    -------
+    PairAlignment
+        Identical to :func:`gpualign_plugin.engines.pairwise.align_pair`.
+
+    Raises
+    ------
+    InputError
+        Scores that could overflow 32 bits, or substitution scores outside int8.
+    GpuMemoryError
+        No checkpoint interval fits the budget.
+    """
+    return _align(query_codes, target_codes, scheme, mode, device, memory_budget, checkpoint_every)
+
+
+def _align(query_codes, target_codes, scheme, mode, device, memory_budget, checkpoint_every,
+           profile: dict | None = None):
+    """:func:`align_pair`; with ``profile`` (a dict) also the time of each phase and the chunk count."""
+    import cupy
+
+    query, target = _prepare(query_codes, target_codes, scheme, mode)
+    m, n = len(query), len(target)
+    if m == 0 or n == 0:
+        return cpu.align_pair(query, target, scheme, mode)
+    with cupy.cuda.Device(device):
+        started = time.perf_counter()
+        budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2
+        every = checkpoint_every or DEFAULT_CHECKPOINT_EVERY
+        if checkpoint_every is None:
+            while _checkpoint_bytes(m, n, every) > budget and every < max(m, n):
+                every *= 2
+        needed = _checkpoint_bytes(m, n, every)
+        if needed > budget:
+            raise kernels.GpuMemoryError(f"aligning {m} x {n} needs {needed / 2**20:.0f} MiB of GPU "
+                                         f"memory (checkpoints every {every}) but the budget is "
+                                         f"{budget / 2**20:.0f} MiB")
+        kernels.check_memory(needed, f"aligning {m} x {n}")
+        sweep = _Sweep(query, target, scheme, mode, device)
+        rows = _rows_per_lane(m, sweep.warps(), multiple_of=every)
+        row_ckpt = cupy.empty(((m - 1) // every, n + 1, 2), dtype=cupy.int32)
+        col_ckpt = cupy.empty(((n - 1) // every, m + 1, 2), dtype=cupy.int32)
+        if row_ckpt.shape[0]:
+            row_ckpt[:, 0, 0] = cupy.asarray(sweep.column0(every * np.arange(1, row_ckpt.shape[0] + 1)))
+            row_ckpt[:, 0, 1] = NEG_INF
+        if col_ckpt.shape[0]:
+            col_ckpt[:, 0, 0] = cupy.asarray(sweep.row0(every * np.arange(1, col_ckpt.shape[0] + 1)))
+            col_ckpt[:, 0, 1] = NEG_INF
+        best, last, _ = sweep.run(0, 0, m, n, *sweep.full_boundaries(), rows,
+                                  track_best=sweep.local, last_row=0 if sweep.local else m,
+                                  row_ckpt=row_ckpt, col_ckpt=col_ckpt, every=every)
+        end = sweep.end_cell(best, last)
+        if profile is not None:
+            profile.update(phase1_s=time.perf_counter() - started, every=every, rows_per_lane=rows,
+                           checkpoint_bytes=int(row_ckpt.nbytes + col_ckpt.nbytes))
+        if sweep.local and end.score <= 0:
+            return PairAlignment(0, 0, 0, 0, 0, Cigar(()))
+        start_i, start_j, ops = _chunked_traceback(sweep, end.query_end, end.target_end, every,
+                                                   row_ckpt, col_ckpt, profile)
+        return PairAlignment(end.score, start_i, end.query_end, start_j, end.target_end,
+                             cpu._cigar(ops))
+
+
+def _chunked_traceback(sweep: _Sweep, i: int, j: int, every: int, row_ckpt, col_ckpt, profile=None):
+    """Phases 2 and 3: walk back from ``(i, j)`` chunk by chunk; returns ``(i, j, ops end-to-start)``.
+
+    With ``profile`` (a dict), adds the chunk count and the seconds spent re-solving
+    chunks (``solve_s``, kernel and copy of the direction bytes) and tracing (``trace_s``).
+    """
+    timing = {"chunks": 0, "solve_s": 0.0, "trace_s": 0.0}
+    cp = sweep.cupy
+    mode_code = cpu._MODE_CODES[sweep.mode]
+    ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
+    pos = 0
+    state = STATE_H
+    while True:
+        if i == 0 or j == 0:
+            r0 = c0 = 0
+            dirs, strip, rows = np.empty(0, np.uint8), 64, 2
+        else:
+            r0 = (i - 1) // every * every
+            c0 = (j - 1) // every * every
+            height, width = i - r0, j - c0
+            if r0 == 0:
+                top_h = cp.asarray(sweep.row0(np.arange(c0, j + 1)))
+                top_f = cp.full(width + 1, NEG_INF, dtype=cp.int32)
+            else:
+                top_h = row_ckpt[r0 // every - 1, c0:j + 1, 0]
+                top_f = row_ckpt[r0 // every - 1, c0:j + 1, 1]
+            if c0 == 0:
+                left_h = cp.asarray(sweep.column0(np.arange(r0 + 1, i + 1)))
+                left_e = cp.full(height, NEG_INF, dtype=cp.int32)
+            else:
+                left_h = col_ckpt[c0 // every - 1, r0 + 1:i + 1, 0]
+                left_e = col_ckpt[c0 // every - 1, r0 + 1:i + 1, 1]
+            solve_started = time.perf_counter()
+            rows = _rows_per_lane(height, sweep.warps())
+            strip = 32 * rows
+            _, _, d_dirs = sweep.run(r0, c0, height, width, top_h, top_f, cp.ascontiguousarray(left_h),
+                                     cp.ascontiguousarray(left_e), rows, dirs=True)
+            dirs = d_dirs.get()
+            timing["chunks"] += 1
+            timing["solve_s"] += time.perf_counter() - solve_started
+        trace_started = time.perf_counter()
+        i, j, state, pos, done = _trace_chunk(dirs, strip, rows, j - c0 + 31 if j > c0 else 0, r0, c0,
+                                              sweep.query, sweep.target, mode_code, i, j, state,
+                                              ops, pos)
+        timing["trace_s"] += time.perf_counter() - trace_started
+        if done:
+            if profile is not None:
+                profile.update(timing)
+            return int(i), int(j), ops[:pos]
+
+
+@njit(cache=True)
+def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops, pos):
+    """Follow the traceback rule inside the chunk of rows ``r0+1..``, columns ``c0+1..``.
+
+    ``dirs`` is the chunk's direction bytes in the sweep's layout
+    ``[strip][step][lane][rows]`` (cell ``(i, j)``: row ``i - r0 - 1`` of the chunk is
+    strip ``k``, lane ``t``, slot ``r``; its step is ``j - c0 - 1 + t``). Walks until
+    the path stops (returns ``done``) or leaves the chunk through its top or left
+    edge. Row 0 and column 0 follow the boundary rules of ``mode`` (as the CPU
+    engine's ``trace_band``).
+
+    Returns
+    -------
+    (int, int, int, int, bool)
+        ``(i, j, state, pos, done)``.
+    """
+    local = mode == 0
+    semiglobal = mode == 2
+    while True:
+        if state == STATE_H and (i == 0 or j == 0):
+            if local or (i == 0 and semiglobal):
+                return i, j, state, pos, True
+            if i == 0:
+                while j > 0:
+                    ops[pos] = OP_DELETION
+                    pos += 1
+                    j -= 1
+                return i, j, state, pos, True
+            ops[pos] = OP_INSERTION
+            pos += 1
+            i -= 1
+            continue
+        if i <= r0 or j <= c0:
+            return i, j, state, pos, False
+        li = i - r0 - 1
+        k = li // strip
+        t = (li - k * strip) // rows
+        r = li - k * strip - t * rows
+        d = dirs[((k * steps + (j - c0 - 1 + t)) * 32 + t) * rows + r]
+        if state == STATE_H:
+            choice = d & 3
+            if choice == 0:
+                return i, j, state, pos, True
+            if choice == 1:
+                ops[pos] = OP_MATCH if a[i - 1] == b[j - 1] else OP_MISMATCH
+                pos += 1
+                i -= 1
+                j -= 1
+            elif choice == 2:
+                state = STATE_E
+            else:
+                state = STATE_F
+        elif state == STATE_E:
+            ops[pos] = OP_DELETION
+            pos += 1
+            if d & 4:
+                state = STATE_H
+            j -= 1
+        else:
+            ops[pos] = OP_INSERTION
+            pos += 1
+            if d & 8:
+                state = STATE_H
+            i -= 1
