@@ -1,0 +1,118 @@
+"""``gpualign batch``: the reference workload (1,000 pairs x 512 bp) end to end, pairs files, formats, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pysam
+import pytest
+
+from gpualign_plugin.cli.main import main
+from gpualign_plugin.io.fasta import read_fasta
+from gpualign_plugin.io.paf import read_paf
+from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.scoring import ScoringScheme
+
+from oracles import biopython_aligner, gotoh
+
+DNA = ScoringScheme.dna()
+
+
+def reference_workload(tmp_path, pairs: int = 1000, length: int = 512, seed: int = 1):
+    """The GPU course project's workload: ``pairs`` pairs of ``length`` bp related by ~10% edits.
+
+    Each target is its query with substitutions, insertions and deletions, so the
+    local alignments are long and gapped (a realistic traceback), not random noise.
+    """
+    rng = np.random.default_rng(seed)
+    queries, targets = [], []
+    for k in range(pairs):
+        query = rng.choice(list("ACGT"), length)
+        target = []
+        for base in query:
+            event = rng.random()
+            if event < 0.06:
+                target.append(rng.choice(list("ACGT")))
+            elif event < 0.08:
+                continue
+            elif event < 0.10:
+                target.extend([base, rng.choice(list("ACGT"))])
+            else:
+                target.append(base)
+        queries.append((f"q{k}", "".join(query)))
+        targets.append((f"t{k}", "".join(target)))
+    query_path, target_path = tmp_path / "queries.fa", tmp_path / "targets.fa"
+    query_path.write_text("".join(f">{name}\n{text}\n" for name, text in queries))
+    target_path.write_text("".join(f">{name}\n{text}\n" for name, text in targets))
+    return query_path, target_path
+
+
+def read_tsv(path):
+    lines = path.read_text().splitlines()
+    assert lines[0].split("\t") == ["qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar"]
+    return [line.split("\t") for line in lines[1:]]
+
+
+def test_reference_workload_is_exact(tmp_path):
+    query_path, target_path = reference_workload(tmp_path)
+    out = tmp_path / "pairs.tsv"
+    assert main(["batch", "-q", str(query_path), "-t", str(target_path), "--out", str(out),
+                 "--stats", str(tmp_path / "stats.json")]) == 0
+    rows = read_tsv(out)
+    queries = read_fasta(query_path, DNA)
+    targets = read_fasta(target_path, DNA)
+    assert [(r[0], r[1]) for r in rows] == [(q.id, t.id) for q, t in zip(queries, targets)]
+    aligner = biopython_aligner(DNA, "local")
+    for k, row in enumerate(rows):
+        score, q_start, q_end, t_start, t_end = (int(x) for x in row[2:7])
+        alignment = Alignment(row[0], row[1], len(queries[k]), len(targets[k]), q_start, q_end,
+                              t_start, t_end, "+", score, Cigar.from_string(row[7]))
+        assert alignment.recompute_score(queries[k].codes, targets[k].codes, DNA) == score
+        if k % 50 == 0:
+            assert score == aligner.score(targets[k].text, queries[k].text)
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["cells"] == sum(len(q) * len(t) for q, t in zip(queries, targets))
+
+
+def test_pairs_file_and_every_format_agree_with_the_oracle(tmp_path):
+    rng = np.random.default_rng(4)
+    texts = ["".join(rng.choice(list("ACGT"), n)) for n in (30, 45, 25)]
+    (tmp_path / "q.fa").write_text("".join(f">q{k}\n{t}\n" for k, t in enumerate(texts)))
+    (tmp_path / "t.fa").write_text("".join(f">t{k}\n{t[5:]}{t[:5]}\n" for k, t in enumerate(texts)))
+    (tmp_path / "pairs.txt").write_text("q0 t0\nq0 t1  # comment\nq2 t2\n")
+    outs = [tmp_path / name for name in ("o.tsv", "o.sam", "o.paf")]
+    assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--pairs",
+                 str(tmp_path / "pairs.txt"), "--mode", "global", "--gap-open", "3"]
+                + [x for out in outs for x in ("--out", str(out))]) == 0
+    scheme = ScoringScheme.dna(gap_open=3)
+    queries = {q.id: q for q in read_fasta(tmp_path / "q.fa", scheme)}
+    targets = {t.id: t for t in read_fasta(tmp_path / "t.fa", scheme)}
+    rows = read_tsv(outs[0])
+    assert [(r[0], r[1]) for r in rows] == [("q0", "t0"), ("q0", "t1"), ("q2", "t2")]
+    for row in rows:
+        expected = gotoh(queries[row[0]].codes, targets[row[1]].codes, scheme.matrix, 3, 2, "global")
+        assert (int(row[2]), row[7]) == (expected[0], expected[5])
+    with pysam.AlignmentFile(str(outs[1])) as sam:
+        records = list(sam)
+    assert sorted(r.get_tag("AS") for r in records) == sorted(int(r[2]) for r in rows)
+    assert sum(not r.is_secondary for r in records if r.query_name == "q0") == 1
+    assert sorted(r["cg"] for r in read_paf(outs[2])) == sorted(row[7] for row in rows)
+
+
+@pytest.mark.parametrize("case", ["unequal", "unknown_id", "extension"])
+def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
+    (tmp_path / "q.fa").write_text(">q0\nACGTACGT\n>q1\nACGTTT\n")
+    (tmp_path / "t.fa").write_text(">t0\nACGTACGT\n")
+    out = tmp_path / ("o.xyz" if case == "extension" else "o.tsv")
+    args = ["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--out", str(out)]
+    expected = {"unequal": "2 query records but 1 target records",
+                "unknown_id": "target id 't9' is not in the target file",
+                "extension": "cannot tell the output format"}[case]
+    if case == "unknown_id":
+        (tmp_path / "pairs.txt").write_text("q0 t0\nq1 t9\n")
+        args += ["--pairs", str(tmp_path / "pairs.txt")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gpualign: error:") and expected in err and "\n" not in err
+    assert not out.exists()
