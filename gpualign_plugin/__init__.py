@@ -16,8 +16,13 @@ from gpualign_plugin.io.sam import merge_bams, write_alignments
 from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock
 from gpualign_plugin.engines.syntenic import syntenic, syntenic_align, syntenic_score
 from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
+from gpualign_plugin.engines.align3 import Region, align3, align3_score
+from gpualign_plugin.engines.fold import Fold, fold
+from gpualign_plugin.io.maf import read_maf, write_maf
+from gpualign_plugin.model import MultipleAlignment
 
 __all__ = [
+    "Fold", "MultipleAlignment", "Region", "align3", "align3_score", "fold", "read_maf", "write_maf",
     "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
     "Sequence", "SyntenicAlignment", "SyntenicBlock", "iter_fasta", "merge_bams", "place",
     "read_fasta", "read_paf", "syntenic", "syntenic_align", "syntenic_score", "write_alignments",
