@@ -56,10 +56,18 @@ def initial_row(width, gap_open, gap_extend, row0_gap, H, F):
         F[j] = NEG_INF
 
 
+@njit(cache=True, inline="always")
+def _cell(h_diag, h_left, h_up, e_left, f_up, score, open_extend, gap_extend, floor):
+    """One cell of the recurrence: ``(H, E, F)`` from its neighbours' values."""
+    e = max(h_left - open_extend, e_left - gap_extend)
+    f = max(h_up - open_extend, f_up - gap_extend)
+    h = max(max(h_diag + score, floor), max(e, f))
+    return h, e, f
+
+
 @njit(cache=True)
-def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
-             dirs, write_dirs):
-    """Advance the row state from row ``i-1`` to row ``i`` over columns ``0..width-1``.
+def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F, dirs):
+    """Advance the row state from row ``i-1`` to row ``i`` and write its direction bytes.
 
     Parameters
     ----------
@@ -69,10 +77,12 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
         Absolute row index (>= 1), for the column-0 boundary.
     b : uint8 array
         Column sequence codes (``b[j-1]`` is column ``j``).
+    width : int
+        Columns ``0..width-1`` are computed.
     H, F : int32 arrays
         State of row ``i-1`` on entry, of row ``i`` on return.
     dirs : uint8 array
-        The row's direction bytes (index ``j``), written when ``write_dirs``.
+        The row's direction bytes, index ``j`` (``dirs[0]`` is left alone).
 
     Returns
     -------
@@ -90,35 +100,99 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
     best = NEG_INF
     best_j = 0
     for j in range(1, width):
-        e_open = h_left - open_extend
-        e = max(e_open, e - gap_extend)
         h_up = H[j]
-        f_open = h_up - open_extend
-        f = max(f_open, F[j] - gap_extend)
-        diag = h_diag + srow[b[j - 1]]
-        h = max(max(diag, floor), max(e, f))
-        if write_dirs:
-            if h == floor:
-                d = 0
-            elif h == diag:
-                d = 1
-            elif h == e:
-                d = 2
-            else:
-                d = 3
-            if e == e_open:
-                d |= 4
-            if f == f_open:
-                d |= 8
-            dirs[j] = d
+        score = srow[b[j - 1]]
+        h, e_new, f = _cell(h_diag, h_left, h_up, e, F[j], score, open_extend, gap_extend, floor)
+        diag = h_diag + score
+        if h == floor:
+            d = 0
+        elif h == diag:
+            d = 1
+        elif h == e_new:
+            d = 2
+        else:
+            d = 3
+        if e_new == h_left - open_extend:
+            d |= 4
+        if f == h_up - open_extend:
+            d |= 8
+        dirs[j] = d
         if h > best:
             best = h
             best_j = j
+        e = e_new
         h_diag = h_up
         H[j] = h
         F[j] = f
         h_left = h
     return best, best_j
+
+
+@njit(cache=True)
+def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F):
+    """Advance the row state from row ``i-1`` to row ``i+1`` (score only).
+
+    The two rows are computed in one sweep over the columns: their dependency
+    chains interleave, which is faster than two sweeps on a superscalar core.
+    Arguments as for :func:`fill_row` (``code1``/``code2`` are ``a_i`` and
+    ``a_{i+1}``).
+
+    Returns
+    -------
+    (int, int, int, int, int)
+        Row ``i``'s largest ``H``, its smallest ``j`` and ``H(i, width-1)``,
+        then row ``i+1``'s largest ``H`` and its smallest ``j``.
+    """
+    open_extend = gap_open + gap_extend
+    s1 = matrix[code1]
+    s2 = matrix[code2]
+    h_diag1 = H[0]
+    h_left1 = -(gap_open + i * gap_extend) if col0_gap else 0
+    h_diag2 = h_left1
+    h_left2 = -(gap_open + (i + 1) * gap_extend) if col0_gap else 0
+    H[0] = h_left2
+    F[0] = h_left2
+    e1 = NEG_INF
+    e2 = NEG_INF
+    best1 = NEG_INF
+    best2 = NEG_INF
+    j1 = 0
+    j2 = 0
+    for j in range(1, width):
+        c = b[j - 1]
+        h_up = H[j]
+        h1, e1, f1 = _cell(h_diag1, h_left1, h_up, e1, F[j], s1[c], open_extend, gap_extend,
+                           floor)
+        h2, e2, f2 = _cell(h_diag2, h_left2, h1, e2, f1, s2[c], open_extend, gap_extend, floor)
+        if h1 > best1:
+            best1 = h1
+            j1 = j
+        if h2 > best2:
+            best2 = h2
+            j2 = j
+        h_diag1 = h_up
+        h_left1 = h1
+        h_diag2 = h1
+        h_left2 = h2
+        H[j] = h2
+        F[j] = f2
+    return best1, j1, h_left1, best2, j2
+
+
+@njit(cache=True, inline="always")
+def _track_end(local, last_column, transposed, i, row_best, row_j, last_value, best, best_q,
+               best_t):
+    """Update the end cell ``(best, best_q, best_t)`` with row ``i`` (see :func:`score_kernel`)."""
+    if local:
+        if transposed:
+            # Cell (query row_j, target i); ties prefer the smaller query index.
+            if row_best > best or (row_best == best and best > 0 and row_j < best_q):
+                return row_best, row_j, i
+        elif row_best > best:
+            return row_best, i, row_j
+    elif last_column and last_value > best:
+        return last_value, best_q, i
+    return best, best_q, best_t
 
 
 @njit(cache=True)
@@ -145,33 +219,32 @@ def score_kernel(a, b, matrix, gap_open, gap_extend, mode, transposed):
     col0_gap = mode == GLOBAL or (mode == SEMIGLOBAL and not transposed)
     H = np.empty(width, np.int32)
     F = np.empty(width, np.int32)
+    scratch = np.empty(width, np.uint8)
     initial_row(width, gap_open, gap_extend, row0_gap, H, F)
-    no_dirs = np.empty(0, np.uint8)
     best = 0
     best_q = 0
     best_t = 0
-    if mode == SEMIGLOBAL and transposed:
+    last_column = mode == SEMIGLOBAL and transposed
+    if last_column:
         # The end cells H(m, j) form the last column: one per row, row 0 included.
         best = H[width - 1]
         best_q = width - 1
-    for i in range(1, rows + 1):
-        row_best, row_j = fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor,
-                                   col0_gap, H, F, no_dirs, False)
-        if local:
-            if transposed:
-                # Cell (query row_j, target i); ties prefer the smaller query index.
-                if row_best > best or (row_best == best and row_best > 0 and row_j < best_q):
-                    best = row_best
-                    best_q = row_j
-                    best_t = i
-            elif row_best > best:
-                best = row_best
-                best_q = i
-                best_t = row_j
-        elif mode == SEMIGLOBAL and transposed:
-            if H[width - 1] > best:
-                best = H[width - 1]
-                best_t = i
+    i = 1
+    while i <= rows:
+        if i < rows:
+            row_best, row_j, last_value, next_best, next_j = fill_two_rows(
+                a[i - 1], a[i], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F)
+            best, best_q, best_t = _track_end(local, last_column, transposed, i, row_best, row_j,
+                                              last_value, best, best_q, best_t)
+            best, best_q, best_t = _track_end(local, last_column, transposed, i + 1, next_best,
+                                              next_j, H[width - 1], best, best_q, best_t)
+            i += 2
+        else:
+            row_best, row_j = fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor,
+                                       col0_gap, H, F, scratch)
+            best, best_q, best_t = _track_end(local, last_column, transposed, i, row_best, row_j,
+                                              H[width - 1], best, best_q, best_t)
+            i += 1
     if mode == GLOBAL:
         best = H[width - 1]
         if transposed:
@@ -191,8 +264,6 @@ def score_kernel(a, b, matrix, gap_open, gap_extend, mode, transposed):
     if local and best <= 0:
         return 0, 0, 0
     return best, best_q, best_t
-
-
 @njit(cache=True)
 def forward_rows(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, save_rows, saved):
     """Run rows ``r0+1..save_rows[-1]`` from the state in ``H``/``F``; copy the listed rows' states.
@@ -202,12 +273,20 @@ def forward_rows(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, save
     """
     floor = 0 if mode == LOCAL else NEG_INF
     col0_gap = mode != LOCAL
-    no_dirs = np.empty(0, np.uint8)
+    scratch = np.empty(width, np.uint8)
+    last = save_rows[save_rows.shape[0] - 1]
     k = 0
-    for i in range(r0 + 1, save_rows[save_rows.shape[0] - 1] + 1):
-        fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
-                 no_dirs, False)
-        if i == save_rows[k]:
+    i = r0 + 1
+    while i <= last:
+        if i < last and i != save_rows[k]:
+            fill_two_rows(a[i - 1], a[i], i, b, width, matrix, gap_open, gap_extend, floor,
+                          col0_gap, H, F)
+            i += 2
+        else:
+            fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
+                     scratch)
+            i += 1
+        if i - 1 == save_rows[k]:
             saved[k, 0, :width] = H[:width]
             saved[k, 1, :width] = F[:width]
             k += 1
@@ -226,7 +305,7 @@ def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, d
         i = r0 + 1 + k
         dirs[k, 0] = 0
         fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
-                 dirs[k], True)
+                 dirs[k])
 
 
 @njit(cache=True)
