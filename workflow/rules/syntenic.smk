@@ -1,5 +1,6 @@
 # Each query genome against the reference: syntenic alignment (matching regions and
 # difference blocks), then a genome-comparison summary in the spirit of MUMmer's dnadiff.
+# `gpualign syntenic` runs on the CPU, so its jobs ask for no GPU.
 
 
 rule syntenic:
@@ -19,8 +20,6 @@ rule syntenic:
         stats="results/stats/syntenic/{genome}.json",
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
-        backend=config["backend"],
         prefix="results/syntenic/{genome}/{genome}",
         block_penalty=(f"--block-penalty {config['syntenic']['block_penalty']}"
                        if "block_penalty" in config["syntenic"] else ""),
@@ -32,13 +31,12 @@ rule syntenic:
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
-        gpu=GPU_PER_JOB,
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpu_slot} {params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
+        "{params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
         "--out-prefix {params.prefix:q} {params.block_penalty} {params.scoring} "
-        "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
+        "--threads {threads} --stats {output.stats:q} 2> {log:q}"
 
 
 rule genome_summary:

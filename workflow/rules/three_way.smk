@@ -1,5 +1,6 @@
 # Optimal three-sequence alignments of the triplets, in batches; one MAF with every block
 # and one aligned FASTA per triplet.
+# `gpualign align3` runs on the CPU, so its jobs ask for no GPU.
 
 
 checkpoint split_triplets:
@@ -34,8 +35,6 @@ rule three_way_batch:
         stats="results/stats/three_way/{batch}.json",
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
-        backend=config["backend"],
         scoring=scoring_options("three_way"),
     log:
         "logs/three_way/{batch}.log",
@@ -44,13 +43,12 @@ rule three_way_batch:
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
-        gpu=GPU_PER_JOB,
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpu_slot} {params.gpualign} align3 --fasta {input.sequences:q} --triplets {input.triplets:q} "
+        "{params.gpualign} align3 --fasta {input.sequences:q} --triplets {input.triplets:q} "
         "--maf {output.maf:q} --fasta-dir {output.fasta:q} {params.scoring} "
-        "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
+        "--threads {threads} --stats {output.stats:q} 2> {log:q}"
 
 
 rule merge_three_way:
