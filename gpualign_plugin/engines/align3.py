@@ -124,6 +124,20 @@ def _row(row, left, upleft, save, i, j, a, b, c, matrix, gap2, dirs, slot):
         if slot >= 0:
             dirs[slot, j, 0] = move
         up_before = up
+        if slot < 0:
+            # Scores only: a branch-free max, the same values as the loop below.
+            for k in range(1, n + 1):
+                cc = c[k - 1]
+                sac = ma[cc]
+                sbc = mb[cc]
+                up = row[k]
+                save[k] = up
+                best = max(upleft[k - 1] + sab + sac + sbc,
+                           max(max(upleft[k] + sab, up_before + sac), left[k - 1] + sbc) - gap2,
+                           max(max(up, left[k]), best) - gap2)
+                row[k] = best
+                up_before = up
+            return
         for k in range(1, n + 1):
             cc = c[k - 1]
             sac = ma[cc]
