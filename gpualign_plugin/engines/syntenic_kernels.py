@@ -63,77 +63,36 @@ def fill_rows(a, b, matrix, gap_open, gap_extend, block_penalty, first, last, wi
     record = flags.shape[0] > 0
     gap_first = gap_open + gap_extend
     for i in range(first, last + 1):
-        code = a[i - 1] if i > 0 else 0
-        diag = NEG_INF  # S(i-1, j-1)
-        left_s = NEG_INF  # S(i, j-1)
-        left_d = NEG_INF
-        left_h = NEG_INF
-        for j in range(width):
-            if i == 0:
-                up_s = NEG_INF
-                up_i = NEG_INF
-                up_h = NEG_INF
-            else:
-                up_s = S[j]
-                up_i = I[j]
-                up_h = H[j]
+        if i == 0:
+            # Row "-1" does not exist: every move from above is impossible.
+            S[:width] = NEG_INF
+            I[:width] = NEG_INF
+            H[:width] = NEG_INF
+        scores = matrix[a[i - 1] if i > 0 else 0]
+        # Column 0: no diagonal, no move from the left.
+        up_s = S[0]
+        value_s, value_d, value_i, value_h, bits = _cell(
+            up_s, I[0], H[0], NEG_INF, NEG_INF, NEG_INF, NEG_INF, gap_first, gap_extend,
+            block_penalty)
+        if i == 0:
+            value_s = 0
             bits = 0
-            # I: query residue a_i against a gap (vertical)
-            i_open = up_s - gap_first
-            i_ext = up_i - gap_extend
-            if i_open >= i_ext:
-                value_i = i_open
-                bits |= 8
-            else:
-                value_i = i_ext
-            # D: target residue b_j against a gap (horizontal)
-            d_open = left_s - gap_first
-            d_ext = left_d - gap_extend
-            if d_open >= d_ext:
-                value_d = d_open
-                bits |= 4
-            else:
-                value_d = d_ext
-            # H: difference block; choice in priority order open-up, open-left, extend-up, extend-left
-            value_h = up_s - block_penalty
-            h_choice = 0
-            candidate = left_s - block_penalty
-            if candidate > value_h:
-                value_h = candidate
-                h_choice = 1
-            if up_h > value_h:
-                value_h = up_h
-                h_choice = 2
-            if left_h > value_h:
-                value_h = left_h
-                h_choice = 3
-            if value_h < NEG_INF:
-                value_h = NEG_INF
-            if value_i < NEG_INF:
-                value_i = NEG_INF
-            if value_d < NEG_INF:
-                value_d = NEG_INF
-            # S: priority diagonal, D, I, H
-            if i == 0 and j == 0:
-                value_s = 0
-                s_choice = 0
-            else:
-                if i > 0 and j > 0:
-                    value_s = diag + matrix[code, b[j - 1]]
-                else:
-                    value_s = NEG_INF
-                s_choice = 0
-                if value_d > value_s:
-                    value_s = value_d
-                    s_choice = 1
-                if value_i > value_s:
-                    value_s = value_i
-                    s_choice = 2
-                if value_h > value_s:
-                    value_s = value_h
-                    s_choice = 3
+        if record:
+            flags[i - first, 0] = bits
+        diag = up_s
+        S[0] = value_s
+        I[0] = value_i
+        H[0] = value_h
+        left_s = value_s
+        left_d = value_d
+        left_h = value_h
+        for j in range(1, width):
+            up_s = S[j]
+            value_s, value_d, value_i, value_h, bits = _cell(
+                up_s, I[j], H[j], left_s, left_d, left_h, diag + scores[b[j - 1]],
+                gap_first, gap_extend, block_penalty)
             if record:
-                flags[i - first, j] = bits | s_choice | (h_choice << 4)
+                flags[i - first, j] = bits
             diag = up_s
             S[j] = value_s
             I[j] = value_i
@@ -141,6 +100,60 @@ def fill_rows(a, b, matrix, gap_open, gap_extend, block_penalty, first, last, wi
             left_s = value_s
             left_d = value_d
             left_h = value_h
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cell(up_s, up_i, up_h, left_s, left_d, left_h, diagonal, gap_first, gap_extend,
+          block_penalty):
+    """One cell: ``(S, D, I, H, direction byte)`` from its neighbours (layout in the module docstring).
+
+    ``diagonal`` is ``S(i-1, j-1) + s(a_i, b_j)``. Values below ``NEG_INF`` are
+    raised to it, so impossible states stay far from int32 overflow.
+    """
+    bits = 0
+    # I: query residue a_i against a gap (vertical); opens on ties.
+    value_i = up_s - gap_first
+    extend = up_i - gap_extend
+    if value_i >= extend:
+        bits |= 8
+    else:
+        value_i = extend
+    # D: target residue b_j against a gap (horizontal); opens on ties.
+    value_d = left_s - gap_first
+    extend = left_d - gap_extend
+    if value_d >= extend:
+        bits |= 4
+    else:
+        value_d = extend
+    # H: priority open from above, open from the left, extend from above, extend from the left.
+    value_h = up_s - block_penalty
+    h_choice = 0
+    candidate = left_s - block_penalty
+    if candidate > value_h:
+        value_h = candidate
+        h_choice = 1
+    if up_h > value_h:
+        value_h = up_h
+        h_choice = 2
+    if left_h > value_h:
+        value_h = left_h
+        h_choice = 3
+    value_i = max(value_i, NEG_INF)
+    value_d = max(value_d, NEG_INF)
+    value_h = max(value_h, NEG_INF)
+    # S: priority diagonal, D, I, H.
+    value_s = diagonal
+    s_choice = 0
+    if value_d > value_s:
+        value_s = value_d
+        s_choice = 1
+    if value_i > value_s:
+        value_s = value_i
+        s_choice = 2
+    if value_h > value_s:
+        value_s = value_h
+        s_choice = 3
+    return value_s, value_d, value_i, value_h, bits | s_choice | (h_choice << 4)
 
 
 @njit(cache=True, nogil=True)
