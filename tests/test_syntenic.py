@@ -296,3 +296,124 @@ def test_record_ids_and_bad_block_penalty():
     assert (result.query_id, result.target_id) == ("chr1", "chr1b")
     with pytest.raises(InputError, match="block penalty"):
         syntenic(q, t, scheme, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line and output files
+
+
+def planted_fasta(tmp_path, rng, ids=("chrA", "chrB")):
+    """Query and target FASTA sharing three conserved 300 bp regions separated by unrelated inserts."""
+    letters = "ACGT"
+
+    def text(size):
+        return "".join(letters[x] for x in rng.integers(0, 4, size))
+
+    conserved = [text(300) for _ in range(3)]
+    query = conserved[0] + text(150) + conserved[1] + text(90) + conserved[2]
+    target = conserved[0] + text(120) + conserved[1] + text(30) + conserved[2]
+    q_path, t_path = tmp_path / "q.fa", tmp_path / "t.fa"
+    q_path.write_text(f">{ids[0]}\n{query}\n")
+    t_path.write_text(f">{ids[1]}\n{target}\n")
+    return str(q_path), str(t_path), query, target
+
+
+def read_table(path):
+    with open(path) as handle:
+        lines = handle.read().splitlines()
+    header = [line for line in lines if line.startswith("#")]
+    columns = header[-1][1:].split("\t")
+    rows = [dict(zip(columns, line.split("\t"))) for line in lines if not line.startswith("#")]
+    return header, rows
+
+
+def test_cli_writes_every_output_and_they_agree(tmp_path):
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.paf import read_paf
+
+    q_path, t_path, query, target = planted_fasta(tmp_path, np.random.default_rng(5))
+    prefix = tmp_path / "out" / "ab"
+    (tmp_path / "out").mkdir()
+    assert main(["syntenic", "-q", q_path, "-t", t_path, "--out-prefix", str(prefix),
+                 "--stats", str(tmp_path / "stats.json")]) == 0
+    scheme = ScoringScheme.dna()
+    expected = syntenic(scheme.encode("chrA", query), scheme.encode("chrB", target), scheme,
+                        default_block_penalty(scheme))
+    header, rows = read_table(f"{prefix}.blocks.tsv")
+    assert any("0-based half-open" in line for line in header)
+    assert [(r["type"], int(r["query_start"]), int(r["query_end"]), int(r["target_start"]),
+             int(r["target_end"]), int(r["score"])) for r in rows] == \
+        [(b.kind, b.query_start, b.query_end, b.target_start, b.target_end, b.score)
+         for b in expected.blocks]
+    assert [r["type"] for r in rows].count("match") == 3
+    for side, column in (("query", "query"), ("target", "target")):
+        with open(f"{prefix}.{side}.bed") as handle:
+            bed = [line.rstrip("\n").split("\t") for line in handle]
+        assert all(len(fields) == 6 for fields in bed)
+        assert [(int(f[1]), int(f[2])) for f in bed] == \
+            [(int(r[f"{column}_start"]), int(r[f"{column}_end"])) for r in rows]
+        assert [f[3] for f in bed] == [f"{r['type']}_{r['block']}" for r in rows]
+    paf = read_paf(f"{prefix}.paf")
+    assert [(p["qstart"], p["qend"], p["tstart"], p["tend"], p["cg"], p["AS"]) for p in paf] == \
+        [(b.query_start, b.query_end, b.target_start, b.target_end, str(b.cigar), b.score)
+         for b in expected.matching_regions]
+    q_codes, t_codes = scheme.alphabet.encode(query), scheme.alphabet.encode(target)
+    from gpualign_plugin.model import score_cigar
+    for p in paf:
+        assert score_cigar(Cigar.from_string(p["cg"]), q_codes[p["qstart"]:p["qend"]],
+                           t_codes[p["tstart"]:p["tend"]], scheme) == p["AS"]
+    with open(f"{prefix}.dotplot.png", "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(tmp_path / "stats.json") > 0
+
+
+def test_cli_pairs_by_id_and_pairs_file_name_one_dotplot_per_pair(tmp_path):
+    from gpualign_plugin.cli.main import main
+
+    rng = np.random.default_rng(8)
+    q1, t1, query1, target1 = planted_fasta(tmp_path, rng, ("x1", "x1"))
+    query2 = target2 = "ACGTTGCAAC" * 20
+    q_path, t_path = tmp_path / "qs.fa", tmp_path / "ts.fa"
+    q_path.write_text(f">x1\n{query1}\n>x2\n{query2}\n>lonely\nACGTACGTAC\n")
+    t_path.write_text(f">x2\n{target2}\n>x1\n{target1}\n")
+    prefix = str(tmp_path / "byid")
+    assert main(["syntenic", "-q", str(q_path), "-t", str(t_path), "-o", prefix]) == 0
+    assert os.path.exists(f"{prefix}.x1.dotplot.png") and os.path.exists(f"{prefix}.x2.dotplot.png")
+    _, rows = read_table(f"{prefix}.blocks.tsv")
+    assert {(r["query_id"], r["target_id"]) for r in rows} == {("x1", "x1"), ("x2", "x2")}
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("x2 x2\nx2 x1  # the same query twice\n")
+    prefix = str(tmp_path / "listed")
+    assert main(["syntenic", "-q", str(q_path), "-t", str(t_path), "-o", prefix,
+                 "--pairs", str(pairs), "--threads", "2"]) == 0
+    assert os.path.exists(f"{prefix}.x2.x2.dotplot.png") and os.path.exists(f"{prefix}.x2.x1.dotplot.png")
+
+
+@pytest.mark.parametrize("problem", ["missing_query", "no_common_ids", "bad_pairs_line",
+                                     "bad_character", "bad_penalty", "missing_directory"])
+def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, problem):
+    from gpualign_plugin.cli.main import main
+
+    q_path, t_path = tmp_path / "q.fa", tmp_path / "t.fa"
+    q_path.write_text(">a\nACGTACGTAC\n>b\nACGTTTGTAC\n")
+    t_path.write_text(">c\nACGTACGTAC\n>d\nACGTTTGTAC\n")
+    prefix = tmp_path / "out"
+    args = ["syntenic", "-q", str(q_path), "-t", str(t_path), "-o", str(prefix)]
+    expected = {"missing_query": "no such file", "no_common_ids": "no query record has the id",
+                "bad_pairs_line": "line 1", "bad_character": "position 4",
+                "bad_penalty": "--block-penalty", "missing_directory": "does not exist"}[problem]
+    if problem == "missing_query":
+        args[2] = str(tmp_path / "absent.fa")
+    elif problem == "bad_pairs_line":
+        (tmp_path / "pairs.txt").write_text("a nothere\n")
+        args += ["--pairs", str(tmp_path / "pairs.txt")]
+    elif problem == "bad_character":
+        q_path.write_text(">a\nACG!TACGTA\n")
+    elif problem == "bad_penalty":
+        args += ["--block-penalty", "0"]
+    elif problem == "missing_directory":
+        args[6] = str(tmp_path / "nodir" / "out")
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gpualign: error:") and expected in err[0]
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("out")]
