@@ -10,6 +10,8 @@ rule report_throughput:
         tsv="results/report/throughput.tsv",
         html=report("results/report/throughput.html", category="Throughput",
                     caption="../report/throughput.rst", labels={"table": "throughput per job"}),
+    params:
+        kind="throughput",
     log:
         "logs/report/throughput.log",
     benchmark:
@@ -29,6 +31,8 @@ rule report_identity:
     output:
         png=report("results/report/identity.png", category="Identity",
                    caption="../report/identity.rst", labels={"figure": "identity distribution"}),
+    params:
+        kind="identity",
     log:
         "logs/report/identity.log",
     benchmark:
@@ -48,6 +52,8 @@ rule report_hits:
     output:
         html=report("results/report/top_hits.html", category="Search",
                     caption="../report/hits.rst", labels={"table": "top hits"}),
+    params:
+        kind="hits",
     log:
         "logs/report/hits.log",
     benchmark:

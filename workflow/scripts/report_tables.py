@@ -1,9 +1,10 @@
 """Tables and figures of the workflow report (run by Snakemake's ``script:``).
 
-One script for the three report rules, dispatched on the rule's name:
-``report_throughput`` (the jobs' --stats JSON -> TSV and HTML table),
-``report_identity`` (PAF alignments -> identity histogram weighted by columns) and
-``report_hits`` (merged BLAST tabular hits -> HTML table). No numbers are made here:
+One script for the three report rules, dispatched on the rule's ``params.kind`` (rule
+names change when the rules are imported as a module):
+``throughput`` (the jobs' --stats JSON -> TSV and HTML table),
+``identity`` (PAF alignments -> identity histogram weighted by columns) and
+``hits`` (merged BLAST tabular hits -> HTML table). No numbers are made here:
 every value is copied from a file a job wrote.
 """
 
@@ -81,5 +82,5 @@ def hits(snakemake):
 
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (Snakemake's script global)
-{"report_throughput": throughput, "report_identity": identity,
- "report_hits": hits}[snakemake.rule](snakemake)  # noqa: F821
+{"throughput": throughput, "identity": identity,
+ "hits": hits}[snakemake.params.kind](snakemake)  # noqa: F821
