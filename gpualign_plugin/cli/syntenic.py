@@ -107,13 +107,16 @@ def _all_paths(paths: dict) -> list[str]:
     return [paths["blocks"], paths["query_bed"], paths["target_bed"], paths["paf"]] + paths["dotplots"]
 
 
-def write_outputs(paths: dict, results, description: str, command: str) -> None:
-    """Write every output, or none: a failure half-way removes what was already written."""
+def write_outputs(paths: dict, results, description: str, command: str, unit: str) -> None:
+    """Write every output, or none: a failure half-way removes what was already written.
+
+    ``unit`` is the length unit of the table header and dot plot axes (``'bp'`` or ``'aa'``).
+    """
     from gpualign_plugin.io import synteny
 
     written: list[str] = []
     try:
-        synteny.write_block_table(paths["blocks"], results, description, command)
+        synteny.write_block_table(paths["blocks"], results, description, command, unit)
         written.append(paths["blocks"])
         synteny.write_bed(paths["query_bed"], results, "query")
         written.append(paths["query_bed"])
@@ -122,7 +125,7 @@ def write_outputs(paths: dict, results, description: str, command: str) -> None:
         synteny.write_paf(paths["paf"], results)
         written.append(paths["paf"])
         for path, result in zip(paths["dotplots"], results):
-            synteny.write_dotplot(path, result)
+            synteny.write_dotplot(path, result, unit)
             written.append(path)
     except BaseException:
         for path in written:
@@ -173,6 +176,6 @@ def run(args: argparse.Namespace) -> int:
              sum(len(r.matching_regions) for r in results), sum(len(r.difference_blocks) for r in results),
              stats.gcups)
     description = f"{scheme.describe()}, block penalty {block_penalty}"
-    write_outputs(paths, results, description, command_line())
+    write_outputs(paths, results, description, command_line(), "bp" if scheme.is_dna else "aa")
     stats.write(args.stats)
     return 0

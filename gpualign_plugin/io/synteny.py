@@ -32,7 +32,7 @@ def block_name(block: SyntenicBlock, number: int) -> str:
 
 
 def write_block_table(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment],
-                      description: str, command: str) -> None:
+                      description: str, command: str, unit: str = "bp") -> None:
     """Write the block table (TSV, one row per block, in the spirit of MUMmer's show-coords).
 
     Parameters
@@ -45,6 +45,8 @@ def write_block_table(path: str | os.PathLike, alignments: Iterable[SyntenicAlig
         Scoring description for the header (scheme and block penalty).
     command : str
         The command line, for the header.
+    unit : str
+        Length unit in the per-pair summary lines (``'bp'`` or ``'aa'``).
 
     Notes
     -----
@@ -61,8 +63,8 @@ def write_block_table(path: str | os.PathLike, alignments: Iterable[SyntenicAlig
         handle.write("# coordinates: 0-based half-open [start, end) on the forward strand "
                      "(as BED and PAF); len = end - start\n")
         for result in alignments:
-            handle.write(f"# pair {result.query_id} ({result.query_length} bp) vs {result.target_id} "
-                         f"({result.target_length} bp): score {result.score}, "
+            handle.write(f"# pair {result.query_id} ({result.query_length} {unit}) vs {result.target_id} "
+                         f"({result.target_length} {unit}): score {result.score}, "
                          f"{len(result.matching_regions)} matching regions, "
                          f"{len(result.difference_blocks)} difference blocks\n")
         handle.write("#" + "\t".join(TABLE_COLUMNS) + "\n")
@@ -113,10 +115,10 @@ def write_paf(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment]) 
                     handle.write(f"{paf_line(region_alignment(result, block))}\tbk:i:{number}\n")
 
 
-def write_dotplot(path: str | os.PathLike, result: SyntenicAlignment) -> None:
+def write_dotplot(path: str | os.PathLike, result: SyntenicAlignment, unit: str = "bp") -> None:
     """Draw the alignment as a dot plot PNG (matplotlib, Agg backend), written atomically.
 
-    The target runs along x and the query along y, both in bp. Each matching
+    The target runs along x and the query along y, both in ``unit`` (``'bp'`` or ``'aa'``). Each matching
     region is a line segment from its start to its end; each difference block
     is a shaded rectangle spanning its two intervals (a block empty on one side
     is drawn as a thin line).
@@ -139,8 +141,8 @@ def write_dotplot(path: str | os.PathLike, result: SyntenicAlignment) -> None:
                   color="tab:blue", linewidth=1.5, solid_capstyle="butt")
     axes.set_xlim(0, max(result.target_length, 1))
     axes.set_ylim(0, max(result.query_length, 1))
-    axes.set_xlabel(f"{result.target_id} (bp)")
-    axes.set_ylabel(f"{result.query_id} (bp)")
+    axes.set_xlabel(f"{result.target_id} ({unit})")
+    axes.set_ylabel(f"{result.query_id} ({unit})")
     axes.set_title(f"{len(result.matching_regions)} matching regions, "
                    f"{len(result.difference_blocks)} difference blocks (shaded)", fontsize=9)
     axes.ticklabel_format(style="plain", useOffset=False)
