@@ -26,6 +26,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+import numba
 import numpy as np
 
 from gpualign_plugin.engines import search_kernels as kernels
@@ -79,7 +80,7 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray],
     packed = np.concatenate([np.ascontiguousarray(q, dtype=np.uint8) for q in queries])
     lanes = kernels.score_batches(packed, query_offsets, kernels.extend_matrix(scheme.matrix),
                                   scheme.gap_open + scheme.gap_extend, scheme.gap_extend,
-                                  codes, offsets, widths)
+                                  codes, offsets, widths, numba.get_num_threads())
     used = lane_target >= 0
     result[:, lane_target[used]] = lanes[:, used]
     return result

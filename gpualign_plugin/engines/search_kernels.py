@@ -107,7 +107,8 @@ def _score_batch(query, matrix_ext, oe, ext, codes, offset, width, columns, lane
 
 
 @njit(cache=True, parallel=True)
-def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offsets, batch_widths):
+def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offsets, batch_widths,
+                  workers):
     """Best local scores of every query against every lane of every batch.
 
     Parameters
@@ -124,6 +125,9 @@ def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offs
         ``uint8`` interleaved batches (see the module docstring).
     batch_offsets, batch_widths : numpy.ndarray
         ``int64`` start of each batch in ``codes`` and its padded length.
+    workers : int
+        Parallel workers, normally ``numba.get_num_threads()`` (passed in: reading
+        it inside compiled code would stop Numba caching this function).
 
     Returns
     -------
@@ -134,17 +138,22 @@ def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offs
     n_queries = query_offsets.shape[0] - 1
     n_batches = batch_offsets.shape[0]
     out = np.zeros((n_queries, n_batches * LANES), dtype=np.int32)
+    longest = 0
+    for q in range(n_queries):
+        longest = max(longest, query_offsets[q + 1] - query_offsets[q])
     tasks = n_queries * n_batches
-    for task in prange(tasks):
-        q = task // n_batches
-        b = task % n_batches
-        query = queries[query_offsets[q]:query_offsets[q + 1]]
-        m = query.shape[0]
-        columns = np.empty(2 * m * LANES, dtype=np.int32)
+    # Round-robin over tasks: batches are sorted by length, so equal contiguous blocks
+    # (prange's static split) would leave the thread with the long batches working alone.
+    for worker in prange(workers):
+        columns = np.empty(2 * longest * LANES, dtype=np.int32)
         lanes = np.empty(4 * LANES, dtype=np.int32)
         scores = np.empty(matrix_ext.shape[0] * LANES, dtype=np.int32)
-        _score_batch(query, matrix_ext, oe, ext, codes, batch_offsets[b], batch_widths[b],
-                     columns, lanes, scores, out[q, b * LANES:(b + 1) * LANES])
+        for task in range(worker, tasks, workers):
+            q = task // n_batches
+            b = task % n_batches
+            query = queries[query_offsets[q]:query_offsets[q + 1]]
+            _score_batch(query, matrix_ext, oe, ext, codes, batch_offsets[b], batch_widths[b],
+                         columns, lanes, scores, out[q, b * LANES:(b + 1) * LANES])
     return out
 
 
