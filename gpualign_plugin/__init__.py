@@ -20,8 +20,11 @@ from gpualign_plugin.engines.align3 import Region, align3, align3_score
 from gpualign_plugin.engines.fold import Fold, fold
 from gpualign_plugin.io.maf import read_maf, write_maf
 from gpualign_plugin.model import MultipleAlignment
+from gpualign_plugin.engines.search import Hit, SearchResult, score_database, search
+from gpualign_plugin.io.blasttab import write_blast_tab
 
 __all__ = [
+    "Hit", "SearchResult", "score_database", "search", "write_blast_tab",
     "Fold", "MultipleAlignment", "Region", "align3", "align3_score", "fold", "read_maf", "write_maf",
     "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
     "Sequence", "SyntenicAlignment", "SyntenicBlock", "iter_fasta", "merge_bams", "place",
