@@ -19,6 +19,11 @@ the forward sweep keeps the last plane before every slab of planes; the tracebac
 recomputes one slab at a time with one direction byte per cell, within
 ``memory_budget``. Both give exactly the full-matrix path: a cell's move depends only on
 exact values.
+
+References
+----------
+Gotoh O. (1986) Alignment of three biological sequences with an efficient traceback
+procedure. J. Theor. Biol. 121:327-337.
 """
 
 from __future__ import annotations
@@ -421,13 +426,22 @@ def align3(a, b, c, scheme: ScoringScheme, gap: int,
     name : str
         Stored on the result (the triplet's name).
     progress : callable, optional
-        Called with the number of cells of each diagonal of the forward sweep as it is
-        done (the traceback's recomputation is not counted).
+        Called with the number of cells of each band of planes of the forward sweep as it
+        is done (the traceback's recomputation is not counted).
 
     Returns
     -------
     MultipleAlignment
         Three rows in the order given, with the score.
+
+    Examples
+    --------
+    >>> from gpualign_plugin.scoring import ScoringScheme
+    >>> dna = ScoringScheme.dna()
+    >>> trio = [dna.encode(name, text) for name, text in (("a", "ACGT"), ("b", "AGT"), ("c", "ACT"))]
+    >>> result = align3(*trio, dna, gap=4)
+    >>> result.rows, result.score
+    (('ACGT', 'A-GT', 'A-CT'), 0)
     """
     parts = [_codes_of(x, scheme) for x in (a, b, c)]
     codes = tuple(p[0] for p in parts)

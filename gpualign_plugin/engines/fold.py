@@ -9,6 +9,13 @@ Evaluation order: the upper triangle is cut into square blocks; block ``(I, J)``
 blocks to its left in its block row and below in its block column, so the blocks of one
 block diagonal ``J - I`` run in parallel. The matrix is kept twice, as rows and as columns
 (its transpose), so the max-plus inner loop reads both operands contiguously.
+
+References
+----------
+Nussinov R., Jacobson A. B. (1980) Fast algorithm for predicting the secondary structure
+of single-stranded RNA. PNAS 77:6309-6313.
+Chang D.-J., Kimmer C., Ouyang M. (2010) Accelerating the Nussinov RNA folding algorithm
+with CUDA/GPU. IEEE ISSPIT 2010, 120-125.
 """
 
 from __future__ import annotations
