@@ -120,8 +120,12 @@ def test_other_characters_are_errors_with_position():
         fold("ACGU", -1)
 
 
-def test_cells_count_split_points():
-    assert fold_cells(4) == sum(j - i for i in range(4) for j in range(i + 1, 4))
+@pytest.mark.parametrize("length", [1, 4, 63, 64, 65, 200])
+def test_progress_adds_up_to_the_split_point_count(length):
+    assert fold_cells(length) == sum(j - i for i in range(length) for j in range(i + 1, length))
+    reported = []
+    fold("GC" * (length // 2) + "A" * (length % 2), progress=reported.append)
+    assert sum(reported) == fold_cells(length)
 
 
 def test_cli_writes_rnafold_layout(tmp_path):

@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
     results = []
     with Progress(total, "fold") as progress:
         for _, text, codes in records:
-            results.append(fold(codes, args.min_loop))
-            progress.advance(fold_cells(len(text)))
+            results.append(fold(codes, args.min_loop, progress=progress.advance))
     stats.cells = total
     stats.finish()
     stats.extra = {"records": len(records), "cells_are": "split-point updates, (n-1) n (n+1) / 6"}

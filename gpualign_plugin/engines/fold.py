@@ -21,6 +21,7 @@ with CUDA/GPU. IEEE ISSPIT 2010, 120-125.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from numba import njit, prange
@@ -93,30 +94,32 @@ def fold_cells(length: int) -> int:
 
 
 @njit(cache=True, parallel=True)
-def _fill(codes, min_loop, rows, cols):
-    """Fill ``rows[i, j] = cols[j, i] = N(i, j)`` for ``i < j``; both start as zeros."""
+def _fill(codes, min_loop, rows, cols, diagonal):
+    """Fill ``rows[i, j] = cols[j, i] = N(i, j)`` in the blocks of one block diagonal.
+
+    Both matrices start as zeros; the block diagonals are filled in increasing order.
+    """
     n = codes.size
     blocks = (n + BLOCK - 1) // BLOCK
-    for diagonal in range(blocks):
-        for block_row in prange(blocks - diagonal):
-            i_low = block_row * BLOCK
-            i_high = min(n, i_low + BLOCK) - 1
-            j_low = (block_row + diagonal) * BLOCK
-            j_high = min(n, j_low + BLOCK) - 1
-            for i in range(i_high, i_low - 1, -1):
-                row = rows[i]
-                for j in range(max(j_low, i + 1), j_high + 1):
-                    col = cols[j]
-                    best = np.int32(0)
-                    if j - i - 1 >= min_loop and _PAIRS[codes[i], codes[j]]:
-                        best = np.int32(rows[i + 1, j - 1] + 1)
-                    # Slices and int32 arithmetic let LLVM vectorise the max-plus loop.
-                    left = row[i:j]
-                    below = col[i + 1:j + 1]
-                    for k in range(j - i):
-                        best = max(best, np.int32(left[k] + below[k]))
-                    row[j] = best
-                    col[i] = best
+    for block_row in prange(blocks - diagonal):
+        i_low = block_row * BLOCK
+        i_high = min(n, i_low + BLOCK) - 1
+        j_low = (block_row + diagonal) * BLOCK
+        j_high = min(n, j_low + BLOCK) - 1
+        for i in range(i_high, i_low - 1, -1):
+            row = rows[i]
+            for j in range(max(j_low, i + 1), j_high + 1):
+                col = cols[j]
+                best = np.int32(0)
+                if j - i - 1 >= min_loop and _PAIRS[codes[i], codes[j]]:
+                    best = np.int32(rows[i + 1, j - 1] + 1)
+                # Slices and int32 arithmetic let LLVM vectorise the max-plus loop.
+                left = row[i:j]
+                below = col[i + 1:j + 1]
+                for k in range(j - i):
+                    best = max(best, np.int32(left[k] + below[k]))
+                row[j] = best
+                col[i] = best
 
 
 @njit(cache=True)
@@ -154,7 +157,17 @@ def _traceback(codes, min_loop, rows, pairs):
     return count
 
 
-def fold(sequence, min_loop: int = 0) -> Fold:
+def _block_diagonal_updates(n: int, diagonal: int) -> int:
+    """Split-point updates (``sum of j - i``) of the cells in block diagonal ``diagonal``."""
+    i = np.arange(n, dtype=np.int64)
+    j_low = np.maximum((i // BLOCK + diagonal) * BLOCK, i + 1)
+    j_high = np.minimum((i // BLOCK + diagonal + 1) * BLOCK, n) - 1
+    valid = j_high >= j_low
+    high, low = (j_high - i)[valid], (j_low - i)[valid]
+    return int((high * (high + 1) // 2 - (low - 1) * low // 2).sum())
+
+
+def fold(sequence, min_loop: int = 0, progress: Callable[[int], None] | None = None) -> Fold:
     """Fold an RNA sequence into a structure with the most nested base pairs.
 
     Parameters
@@ -164,6 +177,9 @@ def fold(sequence, min_loop: int = 0) -> Fold:
     min_loop : int
         Fewest unpaired bases a pair must enclose (a hairpin's loop length); 0, the
         default, allows adjacent bases to pair, as in the classic Nussinov formulation.
+    progress : callable, optional
+        Called after each block diagonal with the split-point updates it did (they add up
+        to :func:`fold_cells` of the length).
 
     Returns
     -------
@@ -182,7 +198,10 @@ def fold(sequence, min_loop: int = 0) -> Fold:
     n = codes.size
     rows = np.zeros((n + 1, n + 1), dtype=np.int32)
     cols = np.zeros((n + 1, n + 1), dtype=np.int32)
-    _fill(codes, int(min_loop), rows, cols)
+    for diagonal in range((n + BLOCK - 1) // BLOCK):
+        _fill(codes, int(min_loop), rows, cols, diagonal)
+        if progress is not None:
+            progress(_block_diagonal_updates(n, diagonal))
     pairs = np.empty((n // 2 + 1, 2), dtype=np.int64)
     count = _traceback(codes, int(min_loop), rows, pairs)
     pairs = pairs[:count]
