@@ -52,7 +52,7 @@ def compile_options(compute_capability: tuple) -> tuple:
 
 
 STRIPED_VARIANTS = tuple(f"striped_sweep<{r},{local},{dirs}>"
-                         for r in (2, 4, 8) for local in ("true", "false") for dirs in ("true", "false"))
+                         for r in (2, 4, 8, 16) for local in ("true", "false") for dirs in ("true", "false"))
 """Template instances of the striped sweep: rows per lane x local x direction bytes."""
 
 
@@ -90,20 +90,33 @@ def resident_blocks(kernel, threads: int, shared_bytes: int, device: int) -> int
     return max(1, int(per_sm)) * probe(device).multiprocessors
 
 
-def launch(kernel, name: str, grid: int, block: int, args: tuple, shared_bytes: int, sizes: str) -> None:
-    """Launch ``kernel`` and wait for it; a CUDA error becomes :class:`GpuKernelError`.
+def launch(kernel, name: str, grid: int, block: int, args: tuple, shared_bytes: int, sizes: str,
+           sync: bool = True) -> None:
+    """Launch ``kernel`` on the current stream; a CUDA error becomes :class:`GpuKernelError`.
 
-    ``name`` and ``sizes`` (e.g. ``'rectangle 4096 x 4096, 16 strips'``) go into the
-    message.
+    With ``sync`` (the default) wait for it, so that an error inside the kernel is
+    reported here; otherwise the caller reports it through :func:`synchronize`.
+    ``name`` and ``sizes`` (e.g. ``'rectangle 4096 x 4096, 16 strips'``) go into the message.
     """
     import cupy
 
     try:
         kernel((grid,), (block,), args, shared_mem=shared_bytes)
-        cupy.cuda.get_current_stream().synchronize()
+        if sync:
+            cupy.cuda.get_current_stream().synchronize()
     except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
         raise GpuKernelError(f"CUDA kernel {name} failed on {sizes} "
                              f"(grid {grid} x {block} threads, {shared_bytes} B shared): {exc}") from exc
+
+
+def synchronize(what: str) -> None:
+    """Wait for all work on the current device; a CUDA error becomes :class:`GpuKernelError` naming ``what``."""
+    import cupy
+
+    try:
+        cupy.cuda.Device().synchronize()
+    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
+        raise GpuKernelError(f"CUDA kernels failed while {what}: {exc}") from exc
 
 
 def free_bytes() -> int:

@@ -42,24 +42,36 @@ from gpualign_plugin.engines.pairwise_kernels import (OP_DELETION, OP_INSERTION,
                                                        OP_MISMATCH, STATE_E, STATE_F, STATE_H)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.gpu import kernels
+from gpualign_plugin.gpu.runtime import probe
 from gpualign_plugin.model import Cigar
 from gpualign_plugin.scoring import NEG_INF, ScoringScheme
 
 MODES = cpu.MODES
 DEFAULT_CHECKPOINT_EVERY = 4096
+CHUNK_WINDOW = 8
+"""Chunks re-solved at once in the traceback: a square of this side, up and left of the path."""
 WARPS_PER_BLOCK = 4
 _SOURCE = "striped.cu"
 
 
-def _rows_per_lane(height: int, resident_warps: int, multiple_of: int = 0) -> int:
-    """Rows per lane ``R`` (8, 4 or 2): the largest that still gives every resident warp a strip.
+STRIPS_PER_SM = 5
+"""Rows per lane are chosen so that there are at least this many strips per multiprocessor."""
 
-    With ``multiple_of`` (a checkpoint interval) the strip height ``32 * R`` must divide it.
+
+def _rows_per_lane(height: int, multiprocessors: int, multiple_of: int = 0) -> int:
+    """Rows per lane ``R`` (16, 8, 4 or 2) for a rectangle of ``height`` rows.
+
+    Larger ``R`` spends fewer instructions per cell on hand-over and a shorter
+    pipeline fill (strip ``k`` starts about 62 steps after strip ``k-1``), but gives
+    fewer strips (warps) to keep the multiprocessors busy: take the largest ``R``
+    that still gives :data:`STRIPS_PER_SM` strips per multiprocessor (measured on an
+    H200, docs/GPU.md). With ``multiple_of`` (a checkpoint interval) the strip height
+    ``32 * R`` must divide it.
     """
-    for rows in (8, 4, 2):
+    for rows in (16, 8, 4, 2):
         if multiple_of and multiple_of % (32 * rows):
             continue
-        if -(-height // (32 * rows)) >= resident_warps // (8 // rows) or rows == 2:
+        if -(-height // (32 * rows)) >= STRIPS_PER_SM * multiprocessors or rows == 2:
             return rows
     raise InputError(f"checkpoint interval {multiple_of} must be a multiple of 64 rows")
 
@@ -85,6 +97,7 @@ class _Sweep:
         self.d_sub = cupy.asarray(np.ascontiguousarray(scheme.matrix, dtype=np.int32))
         self.resident_warps = None
         self.compute_capability = compute_capability
+        self.multiprocessors = probe(device).multiprocessors
 
     def kernel(self, rows: int, dirs: bool):
         name = f"striped_sweep<{rows},{'true' if self.local else 'false'},{'true' if dirs else 'false'}>"
@@ -95,7 +108,7 @@ class _Sweep:
         """Warps resident on the device at once (the persistent grid), measured on the R=8 kernel."""
         if self.resident_warps is None:
             _name, kernel = self.kernel(8, False)
-            shared = WARPS_PER_BLOCK * self.alpha * 256
+            shared = WARPS_PER_BLOCK * (self.alpha * 256 + 64)
             self.resident_warps = WARPS_PER_BLOCK * kernels.resident_blocks(
                 kernel, 32 * WARPS_PER_BLOCK, shared, self.device)
         return self.resident_warps
@@ -114,12 +127,13 @@ class _Sweep:
 
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
-            row_ckpt=None, col_ckpt=None, every: int = 0):
+            row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True):
         """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
         ``c0..c0+width``); ``left_h``/``left_e``: device int32, ``height`` values of column ``c0``.
-        Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked).
+        Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked). Runs on
+        the current stream; without ``sync`` it returns before the kernel finishes.
         """
         cp = self.cupy
         strip = 32 * rows
@@ -139,7 +153,7 @@ class _Sweep:
         last = cp.empty(width + 1, dtype=cp.int32) if last_row else None
         dir_bytes = cp.empty(strips * (width + 31) * strip, dtype=cp.uint8) if dirs else None
         name, kernel = self.kernel(rows, dirs)
-        shared = WARPS_PER_BLOCK * self.alpha * strip
+        shared = WARPS_PER_BLOCK * (self.alpha * strip + 64)
         grid = max(1, min(-(-strips // WARPS_PER_BLOCK), self.warps() // WARPS_PER_BLOCK))
         null = np.uint64(0)
         i32 = np.int32
@@ -155,7 +169,8 @@ class _Sweep:
                 best if best is not None else null,
                 dir_bytes if dir_bytes is not None else null)
         kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, shared,
-                       f"rectangle {height} x {width} at ({r0}, {c0}), {strips} strips of {strip} rows")
+                       f"rectangle {height} x {width} at ({r0}, {c0}), {strips} strips of {strip} rows",
+                       sync)
         return best, last, dir_bytes
 
     def full_boundaries(self):
@@ -234,17 +249,19 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
         m, n = len(query), len(target)
         kernels.check_memory(2 * (m + n) + 24 * n + 16 * m + 4096, f"scoring {m} x {n}")
         sweep = _Sweep(query, target, scheme, mode, device, compute_capability)
-        rows = rows or _rows_per_lane(m, sweep.warps())
+        rows = rows or _rows_per_lane(m, sweep.multiprocessors)
         best, last, _ = sweep.run(0, 0, m, n, *sweep.full_boundaries(), rows,
                                   track_best=sweep.local, last_row=0 if sweep.local else m)
         return sweep.end_cell(best, last)
 
 
-def _checkpoint_bytes(m: int, n: int, every: int) -> int:
-    """GPU bytes of phase 1 with checkpoints every ``every`` rows and columns, plus one chunk's directions."""
+def _checkpoint_bytes(m: int, n: int, every: int, window: int) -> int:
+    """GPU bytes of an alignment: checkpoints every ``every`` rows and columns, plus the direction
+    bytes of ``window x window`` re-solved chunks and the hand-over rows and sequences."""
     rows = (m - 1) // every
     columns = (n - 1) // every
-    return (8 * rows * (n + 1) + 8 * columns * (m + 1) + every * (every + 31 + 64)
+    chunk = -(-every // 64) * 64 * (every + 31) + 64 * every
+    return (8 * rows * (n + 1) + 8 * columns * (m + 1) + window * window * chunk
             + 24 * n + 16 * m + 2 * (m + n) + 4096)
 
 
@@ -298,16 +315,18 @@ def _align(query_codes, target_codes, scheme, mode, device, memory_budget, check
         budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2
         every = checkpoint_every or DEFAULT_CHECKPOINT_EVERY
         if checkpoint_every is None:
-            while _checkpoint_bytes(m, n, every) > budget and every < max(m, n):
+            while _checkpoint_bytes(m, n, every, 1) > budget and every < max(m, n):
                 every *= 2
-        needed = _checkpoint_bytes(m, n, every)
+        window = next(w for w in (CHUNK_WINDOW, 4, 2, 1)
+                      if w == 1 or _checkpoint_bytes(m, n, every, w) <= budget)
+        needed = _checkpoint_bytes(m, n, every, window)
         if needed > budget:
             raise kernels.GpuMemoryError(f"aligning {m} x {n} needs {needed / 2**20:.0f} MiB of GPU "
                                          f"memory (checkpoints every {every}) but the budget is "
                                          f"{budget / 2**20:.0f} MiB")
         kernels.check_memory(needed, f"aligning {m} x {n}")
         sweep = _Sweep(query, target, scheme, mode, device)
-        rows = _rows_per_lane(m, sweep.warps(), multiple_of=every)
+        rows = _rows_per_lane(m, sweep.multiprocessors, multiple_of=every)
         row_ckpt = cupy.empty(((m - 1) // every, n + 1, 2), dtype=cupy.int32)
         col_ckpt = cupy.empty(((n - 1) // every, m + 1, 2), dtype=cupy.int32)
         if row_ckpt.shape[0]:
@@ -321,61 +340,117 @@ def _align(query_codes, target_codes, scheme, mode, device, memory_budget, check
                                   row_ckpt=row_ckpt, col_ckpt=col_ckpt, every=every)
         end = sweep.end_cell(best, last)
         if profile is not None:
-            profile.update(phase1_s=time.perf_counter() - started, every=every, rows_per_lane=rows,
+            profile.update(phase1_s=time.perf_counter() - started, every=every, window=window,
+                           rows_per_lane=rows,
                            checkpoint_bytes=int(row_ckpt.nbytes + col_ckpt.nbytes))
         if sweep.local and end.score <= 0:
             return PairAlignment(0, 0, 0, 0, 0, Cigar(()))
         start_i, start_j, ops = _chunked_traceback(sweep, end.query_end, end.target_end, every,
-                                                   row_ckpt, col_ckpt, profile)
+                                                   window, row_ckpt, col_ckpt, profile)
         return PairAlignment(end.score, start_i, end.query_end, start_j, end.target_end,
                              cpu._cigar(ops))
 
 
-def _chunked_traceback(sweep: _Sweep, i: int, j: int, every: int, row_ckpt, col_ckpt, profile=None):
+CHUNK_ROWS_PER_LANE = 2
+"""Rows per lane when re-solving a chunk: the most strips (warps) for a chunk's few thousand rows."""
+
+
+class _Chunk:
+    """Direction bytes of one re-solved chunk (rows ``r0+1..r0+height``, columns ``c0+1..c0+width``)."""
+
+    def __init__(self, r0: int, c0: int, height: int, width: int, dirs):
+        self.r0, self.c0, self.height, self.width, self.dirs = r0, c0, height, width, dirs
+
+    def covers(self, i: int, j: int) -> bool:
+        return i - self.r0 <= self.height and j - self.c0 <= self.width
+
+
+def _solve_window(sweep: _Sweep, every: int, row_ckpt, col_ckpt, i: int, j: int, window: int,
+                  streams) -> dict:
+    """Re-solve the chunk holding ``(i, j)`` (up to ``(i, j)``) and the chunks up and left of it.
+
+    The ``window x window`` chunks whose bottom-right one holds ``(i, j)`` are
+    independent given the checkpoints, so they run concurrently, one stream each:
+    the path usually crosses several of them, and one chunk alone leaves most of the
+    GPU idle. Returns ``{(r0, c0): _Chunk}``.
+    """
+    cp = sweep.cupy
+    r0 = (i - 1) // every * every
+    c0 = (j - 1) // every * every
+    solved = {}
+    for a in range(window):
+        for b in range(window):
+            pr, pc = r0 - a * every, c0 - b * every
+            if pr < 0 or pc < 0:
+                continue
+            height = i - pr if a == 0 else every
+            width = j - pc if b == 0 else every
+            with streams[a * window + b]:
+                if pr == 0:
+                    top_h = cp.asarray(sweep.row0(np.arange(pc, pc + width + 1)))
+                    top_f = cp.full(width + 1, NEG_INF, dtype=cp.int32)
+                else:
+                    top_h = row_ckpt[pr // every - 1, pc:pc + width + 1, 0]
+                    top_f = row_ckpt[pr // every - 1, pc:pc + width + 1, 1]
+                if pc == 0:
+                    left_h = cp.asarray(sweep.column0(np.arange(pr + 1, pr + height + 1)))
+                    left_e = cp.full(height, NEG_INF, dtype=cp.int32)
+                else:
+                    left_h = col_ckpt[pc // every - 1, pr + 1:pr + height + 1, 0]
+                    left_e = col_ckpt[pc // every - 1, pr + 1:pr + height + 1, 1]
+                _, _, dirs = sweep.run(pr, pc, height, width, top_h, top_f, left_h, left_e,
+                                       CHUNK_ROWS_PER_LANE, dirs=True, sync=False)
+            solved[(pr, pc)] = _Chunk(pr, pc, height, width, dirs)
+    kernels.synchronize(f"re-solving the chunks up and left of cell ({i}, {j})")
+    return solved
+
+
+def _chunked_traceback(sweep: _Sweep, i: int, j: int, every: int, window: int, row_ckpt, col_ckpt,
+                       profile=None):
     """Phases 2 and 3: walk back from ``(i, j)`` chunk by chunk; returns ``(i, j, ops end-to-start)``.
 
-    With ``profile`` (a dict), adds the chunk count and the seconds spent re-solving
-    chunks (``solve_s``, kernel and copy of the direction bytes) and tracing (``trace_s``).
+    With ``profile`` (a dict), adds the number of chunks re-solved and traced, and
+    the seconds spent re-solving (``solve_s``), copying direction bytes to the host
+    (``copy_s``) and tracing (``trace_s``).
     """
-    timing = {"chunks": 0, "solve_s": 0.0, "trace_s": 0.0}
     cp = sweep.cupy
+    timing = {"windows": 0, "chunks_solved": 0, "chunks_traced": 0, "solve_s": 0.0, "copy_s": 0.0,
+              "trace_s": 0.0}
     mode_code = cpu._MODE_CODES[sweep.mode]
     ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
     pos = 0
     state = STATE_H
+    strip = 32 * CHUNK_ROWS_PER_LANE
+    chunk_bytes = -(-every // strip) * strip * (every + 31)
+    pinned = np.frombuffer(cp.cuda.alloc_pinned_memory(chunk_bytes), dtype=np.uint8, count=chunk_bytes)
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(window * window)]
+    solved: dict = {}
     while True:
         if i == 0 or j == 0:
-            r0 = c0 = 0
-            dirs, strip, rows = np.empty(0, np.uint8), 64, 2
+            r0 = c0 = steps = 0
+            dirs = pinned[:0]
         else:
             r0 = (i - 1) // every * every
             c0 = (j - 1) // every * every
-            height, width = i - r0, j - c0
-            if r0 == 0:
-                top_h = cp.asarray(sweep.row0(np.arange(c0, j + 1)))
-                top_f = cp.full(width + 1, NEG_INF, dtype=cp.int32)
-            else:
-                top_h = row_ckpt[r0 // every - 1, c0:j + 1, 0]
-                top_f = row_ckpt[r0 // every - 1, c0:j + 1, 1]
-            if c0 == 0:
-                left_h = cp.asarray(sweep.column0(np.arange(r0 + 1, i + 1)))
-                left_e = cp.full(height, NEG_INF, dtype=cp.int32)
-            else:
-                left_h = col_ckpt[c0 // every - 1, r0 + 1:i + 1, 0]
-                left_e = col_ckpt[c0 // every - 1, r0 + 1:i + 1, 1]
-            solve_started = time.perf_counter()
-            rows = _rows_per_lane(height, sweep.warps())
-            strip = 32 * rows
-            _, _, d_dirs = sweep.run(r0, c0, height, width, top_h, top_f, cp.ascontiguousarray(left_h),
-                                     cp.ascontiguousarray(left_e), rows, dirs=True)
-            dirs = d_dirs.get()
-            timing["chunks"] += 1
-            timing["solve_s"] += time.perf_counter() - solve_started
-        trace_started = time.perf_counter()
-        i, j, state, pos, done = _trace_chunk(dirs, strip, rows, j - c0 + 31 if j > c0 else 0, r0, c0,
+            chunk = solved.get((r0, c0))
+            if chunk is None or not chunk.covers(i, j):
+                started = time.perf_counter()
+                solved = _solve_window(sweep, every, row_ckpt, col_ckpt, i, j, window, streams)
+                chunk = solved[(r0, c0)]
+                timing["windows"] += 1
+                timing["chunks_solved"] += len(solved)
+                timing["solve_s"] += time.perf_counter() - started
+            started = time.perf_counter()
+            dirs = pinned[:chunk.dirs.size]
+            chunk.dirs.get(out=dirs)
+            steps = chunk.width + 31
+            timing["chunks_traced"] += 1
+            timing["copy_s"] += time.perf_counter() - started
+        started = time.perf_counter()
+        i, j, state, pos, done = _trace_chunk(dirs, strip, CHUNK_ROWS_PER_LANE, steps, r0, c0,
                                               sweep.query, sweep.target, mode_code, i, j, state,
                                               ops, pos)
-        timing["trace_s"] += time.perf_counter() - trace_started
+        timing["trace_s"] += time.perf_counter() - started
         if done:
             if profile is not None:
                 profile.update(timing)

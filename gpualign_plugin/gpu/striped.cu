@@ -17,27 +17,52 @@
 
 #define FULL_MASK 0xffffffffu
 
-__device__ __forceinline__ int load_acquire(const int* p) {
+// Polling uses relaxed loads and one acquire fence after the flag is seen: an acquire load in
+// the polling loop would invalidate the L1 cache at every poll.
+__device__ __forceinline__ int load_relaxed(const int* p) {
     int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+
+__device__ __forceinline__ void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
 __device__ __forceinline__ void store_release(int* p, int v) {
     asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// R int8 substitution scores of this lane's rows against one target letter, packed in a word.
-template <int R> struct Packed;
-template <> struct Packed<2> { typedef unsigned short type; };
-template <> struct Packed<4> { typedef unsigned int type; };
-template <> struct Packed<8> { typedef unsigned long long type; };
-
+// Loads the R int8 substitution scores of a lane's rows against one target letter (R bytes of the
+// query profile) as 32-bit words, with one vector load.
 template <int R>
-__device__ __forceinline__ int unpack_score(typename Packed<R>::type w, int r) {
-    // sign-extend byte r
-    return (int)(signed char)(unsigned char)(w >> (8 * r));
+__device__ __forceinline__ void load_scores(const signed char* p, unsigned int (&w)[(R + 3) / 4]) {
+    if constexpr (R == 16) {
+        const uint4 v = *reinterpret_cast<const uint4*>(p);
+        w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
+    } else if constexpr (R == 8) {
+        const uint2 v = *reinterpret_cast<const uint2*>(p);
+        w[0] = v.x; w[1] = v.y;
+    } else if constexpr (R == 4) {
+        w[0] = *reinterpret_cast<const unsigned int*>(p);
+    } else {
+        w[0] = *reinterpret_cast<const unsigned short*>(p);
+    }
 }
+
+// Stores R direction bytes (packed in words) with one vector store.
+template <int R>
+__device__ __forceinline__ void store_dirs(unsigned char* p, const unsigned int (&d)[(R + 3) / 4]) {
+    if constexpr (R == 16) {
+        *reinterpret_cast<uint4*>(p) = make_uint4(d[0], d[1], d[2], d[3]);
+    } else if constexpr (R == 8) {
+        *reinterpret_cast<uint2*>(p) = make_uint2(d[0], d[1]);
+    } else if constexpr (R == 4) {
+        *reinterpret_cast<unsigned int*>(p) = d[0];
+    } else {
+        *reinterpret_cast<unsigned short*>(p) = (unsigned short)d[0];
+    }
+}
+
+template <bool B> struct Flag { static constexpr bool value = B; };
 
 struct SweepArgs {
     const unsigned char* query;   // codes of the rectangle's rows, padded to num_strips * S
@@ -65,9 +90,10 @@ struct SweepArgs {
 };
 
 template <int R, bool LOCAL, bool DIRS>
-__device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed char* prof) {
+__device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed char* prof,
+                                            unsigned char* ring) {
     constexpr int S = 32 * R;
-    typedef typename Packed<R>::type word_t;
+    constexpr int WORDS = (R + 3) / 4;
     const int lane = threadIdx.x & 31;
     const int width = a.width;
     const int batches = (width + 31) >> 5;
@@ -108,12 +134,17 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     const size_t steps = (size_t)width + 31;
     unsigned char* dir_base = DIRS ? a.dirs + (size_t)k * steps * S + lane * R : nullptr;
 
-    for (int s = 0; s < width + 31; ++s) {
+    // One step of the skewed wavefront: lane t computes column s - t + 1 for its R rows.
+    // BOUNDS is false in the middle steps, where every lane's column exists.
+    auto step = [&](const int s, auto bounds) {
         const int j = s - lane + 1;  // this lane's column (1-based)
-        // Lane 0's input: the row above the strip, fetched 32 columns at a time.
+        // Every 32 steps: the next 32 target letters into the warp's 64-letter ring (lane t reads
+        // column s - t + 1, at most 31 behind lane 0), and lane 0's input row above the strip.
         if ((s & 31) == 0 && s < width) {
             const int c = s >> 5;
             const int col = s + lane + 1;
+            if (col <= width) ring[(col - 1) & 63] = a.target[col - 1];
+            __syncwarp();
             if (k == 0) {
                 if (col <= width) {
                     batch_h = a.top_h[col];
@@ -121,8 +152,9 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
                 }
             } else {
                 if (lane == 0) {
-                    while (load_acquire(flag_in + c) != k - 1) {
+                    while (load_relaxed(flag_in + c) != k - 1) {
                     }
+                    fence_acquire();
                 }
                 __syncwarp();
                 if (col <= width) {
@@ -140,14 +172,16 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             up_h = from_batch_h;
             up_f = from_batch_f;
         }
-        if (j >= 1 && j <= width) {
-            const int letter = a.target[j - 1];
-            const word_t w = *reinterpret_cast<const word_t*>(prof + letter * S + lane * R);
+        if (!decltype(bounds)::value || (j >= 1 && j <= width)) {
+            unsigned int w[WORDS];
+            load_scores<R>(prof + ring[(j - 1) & 63] * S + lane * R, w);
             int hu = up_h, fu = up_f, hd = diag;
-            unsigned int dir_lo = 0, dir_hi = 0;
+            unsigned int dw[WORDS];
+#pragma unroll
+            for (int x = 0; x < WORDS; ++x) dw[x] = 0;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                const int sc = unpack_score<R>(w, r);
+                const int sc = (int)(signed char)(unsigned char)(w[r >> 2] >> (8 * (r & 3)));
                 const int e_open = H[r] - a.gap_oe;
                 const int f_open = hu - a.gap_oe;
                 const int e = max(E[r] - a.gap_e, e_open);
@@ -157,8 +191,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
                 if (DIRS) {
                     unsigned int d = (LOCAL && h == 0) ? 0u : (h == dg ? 1u : (h == e ? 2u : 3u));
                     d |= (e == e_open ? 4u : 0u) | (f == f_open ? 8u : 0u);
-                    if (r < 4) dir_lo |= d << (8 * r);
-                    else dir_hi |= d << (8 * (r - 4));
+                    dw[r >> 2] |= d << (8 * (r & 3));
                 }
                 hd = H[r];
                 H[r] = h;
@@ -169,16 +202,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             diag = up_h;
             hb = hu;
             fb = fu;
-            if (DIRS) {
-                unsigned char* p = dir_base + (size_t)s * S;
-                if (R == 8) {
-                    *reinterpret_cast<uint2*>(p) = make_uint2(dir_lo, dir_hi);
-                } else if (R == 4) {
-                    *reinterpret_cast<unsigned int*>(p) = dir_lo;
-                } else {
-                    *reinterpret_cast<unsigned short*>(p) = (unsigned short)dir_lo;
-                }
-            }
+            if (DIRS) store_dirs<R>(dir_base + (size_t)s * S, dw);
             if (track) {
                 int col_max = H[0];
 #pragma unroll
@@ -232,7 +256,12 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
                 if (lane == 0) store_release(flag_out + ((out_j - 1) >> 5), k);
             }
         }
-    }
+    };
+    const int ramp = min(31, width);
+    int s = 0;
+    for (; s < ramp; ++s) step(s, Flag<true>{});
+    for (; s < width; ++s) step(s, Flag<false>{});
+    for (; s < width + 31; ++s) step(s, Flag<true>{});
 
     if (track) {
         // Warp reduction of (score desc, row asc, column asc).
@@ -269,14 +298,19 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
                       slots,    flags,      ticket,       num_strips, row_ckpt,   row_every,
                       num_row_ckpt, col_ckpt, col_every,  num_col_ckpt, last_row_h, last_row,
                       best,     dirs};
+    // Dynamic shared memory: one query profile (alpha x 32R bytes) per warp, then one 64-letter
+    // target ring per warp.
     extern __shared__ signed char shared_profile[];
-    signed char* prof = shared_profile + (threadIdx.x >> 5) * (alpha * 32 * R);
+    const int warp = threadIdx.x >> 5;
+    signed char* prof = shared_profile + warp * (alpha * 32 * R);
+    unsigned char* ring = reinterpret_cast<unsigned char*>(shared_profile) +
+                          (blockDim.x >> 5) * (alpha * 32 * R) + warp * 64;
     const int lane = threadIdx.x & 31;
     while (true) {
         int k = 0;
         if (lane == 0) k = atomicAdd(ticket, 1);
         k = __shfl_sync(FULL_MASK, k, 0);
         if (k >= num_strips) break;
-        sweep_strip<R, LOCAL, DIRS>(a, k, prof);
+        sweep_strip<R, LOCAL, DIRS>(a, k, prof, ring);
     }
 }
