@@ -104,22 +104,14 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
         score = srow[b[j - 1]]
         h, e_new, f = _cell(h_diag, h_left, h_up, e, F[j], score, open_extend, gap_extend, floor)
         diag = h_diag + score
-        if h == floor:
-            d = 0
-        elif h == diag:
-            d = 1
-        elif h == e_new:
-            d = 2
-        else:
-            d = 3
-        if e_new == h_left - open_extend:
-            d |= 4
-        if f == h_up - open_extend:
-            d |= 8
+        # Selects rather than branches: the choice is data-dependent and unpredictable.
+        d = 2 if h == e_new else 3
+        d = 1 if h == diag else d
+        d = 0 if h == floor else d
+        d |= (4 if e_new == h_left - open_extend else 0) | (8 if f == h_up - open_extend else 0)
         dirs[j] = d
-        if h > best:
-            best = h
-            best_j = j
+        best_j = j if h > best else best_j
+        best = max(best, h)
         e = e_new
         h_diag = h_up
         H[j] = h
@@ -140,8 +132,9 @@ def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor
     Returns
     -------
     (int, int, int, int, int)
-        Row ``i``'s largest ``H``, its smallest ``j`` and ``H(i, width-1)``,
-        then row ``i+1``'s largest ``H`` and its smallest ``j``.
+        Row ``i``'s largest ``H`` over ``1 <= j < width``, its smallest ``j`` and
+        ``H(i, width-1)``; then row ``i+1``'s largest ``H`` and its smallest ``j``
+        (``NEG_INF`` and 0 when ``width == 1``).
     """
     open_extend = gap_open + gap_extend
     s1 = matrix[code1]
@@ -164,12 +157,10 @@ def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor
         h1, e1, f1 = _cell(h_diag1, h_left1, h_up, e1, F[j], s1[c], open_extend, gap_extend,
                            floor)
         h2, e2, f2 = _cell(h_diag2, h_left2, h1, e2, f1, s2[c], open_extend, gap_extend, floor)
-        if h1 > best1:
-            best1 = h1
-            j1 = j
-        if h2 > best2:
-            best2 = h2
-            j2 = j
+        j1 = j if h1 > best1 else j1
+        best1 = max(best1, h1)
+        j2 = j if h2 > best2 else j2
+        best2 = max(best2, h2)
         h_diag1 = h_up
         h_left1 = h1
         h_diag2 = h1
@@ -182,7 +173,11 @@ def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor
 @njit(cache=True, inline="always")
 def _track_end(local, last_column, transposed, i, row_best, row_j, last_value, best, best_q,
                best_t):
-    """Update the end cell ``(best, best_q, best_t)`` with row ``i`` (see :func:`score_kernel`)."""
+    """Update the end cell ``(best, best_q, best_t)`` with row ``i`` (see :func:`score_kernel`).
+
+    ``row_best`` is the row's largest ``H`` at its smallest column ``row_j``;
+    ``last_value`` its ``H`` in the last column.
+    """
     if local:
         if transposed:
             # Cell (query row_j, target i); ties prefer the smaller query index.
@@ -245,25 +240,33 @@ def score_kernel(a, b, matrix, gap_open, gap_extend, mode, transposed):
             best, best_q, best_t = _track_end(local, last_column, transposed, i, row_best, row_j,
                                               H[width - 1], best, best_q, best_t)
             i += 1
+    return _final_end(mode, transposed, H, width, rows, best, best_q, best_t)
+
+
+@njit(cache=True, inline="always")
+def _final_end(mode, transposed, H, width, rows, best, best_q, best_t):
+    """Finish the end-cell rule once ``H`` holds the last row: global's corner, semiglobal's row m.
+
+    ``(best, best_q, best_t)`` is what row-by-row tracking found (local, and
+    semiglobal over a transposed matrix); local with no positive cell gives ``(0, 0, 0)``.
+    """
     if mode == GLOBAL:
-        best = H[width - 1]
         if transposed:
-            best_q = width - 1
-            best_t = rows
-        else:
-            best_q = rows
-            best_t = width - 1
-    elif mode == SEMIGLOBAL and not transposed:
+            return H[width - 1], width - 1, rows
+        return H[width - 1], rows, width - 1
+    if mode == SEMIGLOBAL and not transposed:
         best = H[0]
         best_t = 0
         for j in range(1, width):
             if H[j] > best:
                 best = H[j]
                 best_t = j
-        best_q = rows
-    if local and best <= 0:
+        return best, rows, best_t
+    if mode == LOCAL and best <= 0:
         return 0, 0, 0
     return best, best_q, best_t
+
+
 @njit(cache=True)
 def forward_rows(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, save_rows, saved):
     """Run rows ``r0+1..save_rows[-1]`` from the state in ``H``/``F``; copy the listed rows' states.
@@ -370,20 +373,27 @@ def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos):
 @njit(cache=True)
 def _align_one(a, b, matrix, gap_open, gap_extend, mode, ops):
     """Full-matrix alignment of one pair; returns ``(score, qs, qe, ts, te, n_ops)``."""
+    # One pass fills the whole direction matrix and finds the end cell on the way.
     m = a.shape[0]
-    n = b.shape[0]
-    if n < m:
-        score, qe, te = score_kernel(b, a, matrix, gap_open, gap_extend, mode, True)
-    else:
-        score, qe, te = score_kernel(a, b, matrix, gap_open, gap_extend, mode, False)
-    if mode == LOCAL and score <= 0:
-        return 0, 0, 0, 0, 0, 0
-    width = te + 1
+    width = b.shape[0] + 1
     H = np.empty(width, np.int32)
     F = np.empty(width, np.int32)
     initial_row(width, gap_open, gap_extend, mode == GLOBAL, H, F)
-    dirs = np.empty((qe, width), np.uint8)
-    band_directions(a, b, matrix, gap_open, gap_extend, mode, 0, width, H, F, dirs)
+    dirs = np.empty((m, width), np.uint8)
+    floor = 0 if mode == LOCAL else NEG_INF
+    best = 0
+    qe = 0
+    te = 0
+    for i in range(1, m + 1):
+        row_best, row_j = fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor,
+                                   mode != LOCAL, H, F, dirs[i - 1])
+        if mode == LOCAL and row_best > best:
+            best = row_best
+            qe = i
+            te = row_j
+    score, qe, te = _final_end(mode, False, H, width, m, best, qe, te)
+    if mode == LOCAL and score <= 0:
+        return 0, 0, 0, 0, 0, 0
     i, j, state, pos, done = trace_band(dirs, 0, a, b, mode, qe, te, STATE_H, ops, 0)
     return score, i, qe, j, te, pos
 
