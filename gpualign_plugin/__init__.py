@@ -22,8 +22,12 @@ from gpualign_plugin.io.maf import read_maf, write_maf
 from gpualign_plugin.model import MultipleAlignment
 from gpualign_plugin.engines.search import Hit, SearchResult, score_database, search
 from gpualign_plugin.io.blasttab import write_blast_tab
+from gpualign_plugin.engines.pairwise import (PairAlignment, PairScore, align_batch, align_pair,
+                                              align_sequences, score_batch, score_pair)
 
 __all__ = [
+    "PairAlignment", "PairScore", "align_batch", "align_pair", "align_sequences", "score_batch",
+    "score_pair",
     "Hit", "SearchResult", "score_database", "search", "write_blast_tab",
     "Fold", "MultipleAlignment", "Region", "align3", "align3_score", "fold", "read_maf", "write_maf",
     "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
