@@ -101,23 +101,25 @@ TILE = 32
 
 
 @njit(cache=True)
-def _row(row, left, upleft, save, i, j, a, b, c, matrix, gap2, dirs, slot):
+def _row(row, left, upleft, save, scratch, i, j, a, b, c, profile, matrix, gap2, dirs, slot):
     """Compute row ``(i, j, 0..n)`` in place.
 
     On entry ``row`` holds row ``(i - 1, j)``; on exit row ``(i, j)``, and ``save`` holds the
-    old contents. ``left`` is row ``(i, j - 1)``, ``upleft`` row ``(i - 1, j - 1)``. With
-    ``slot >= 0`` each cell's move goes to ``dirs[slot, j, k]``.
+    old contents. ``left`` is row ``(i, j - 1)``, ``upleft`` row ``(i - 1, j - 1)``;
+    ``profile[x, k] = matrix[x, c[k - 1]]``; ``scratch`` is a work row. With ``slot >= 0``
+    each cell's move goes to ``dirs[slot, j, k]``.
     """
     n = c.size
     if i > 0 and j > 0:
-        ma = matrix[a[i - 1]]
-        mb = matrix[b[j - 1]]
-        sab = ma[b[j - 1]]
-        up = row[0]
-        save[0] = up
+        pa = profile[a[i - 1]]
+        pb = profile[b[j - 1]]
+        sab = matrix[a[i - 1], b[j - 1]]
+        # Pass 1 (vectorisable): the best of the six moves that do not come from (i, j, k - 1),
+        # taking the first maximum in the written order; cell 0 has only moves 1, 4, 5.
+        save[0] = row[0]
         best = upleft[0] + sab - gap2
         move = 1
-        v = up - gap2
+        v = row[0] - gap2
         if v > best:
             best = v
             move = 4
@@ -125,61 +127,56 @@ def _row(row, left, upleft, save, i, j, a, b, c, matrix, gap2, dirs, slot):
         if v > best:
             best = v
             move = 5
-        row[0] = best
+        scratch[0] = best
         if slot >= 0:
             dirs[slot, j, 0] = move
-        up_before = up
         if slot < 0:
-            # Scores only: a branch-free max, the same values as the loop below.
             for k in range(1, n + 1):
-                cc = c[k - 1]
-                sac = ma[cc]
-                sbc = mb[cc]
-                up = row[k]
-                save[k] = up
-                best = max(upleft[k - 1] + sab + sac + sbc,
-                           max(max(upleft[k] + sab, up_before + sac), left[k - 1] + sbc) - gap2,
-                           max(max(up, left[k]), best) - gap2)
+                save[k] = row[k]
+                scratch[k] = max(upleft[k - 1] + sab + pa[k] + pb[k],
+                                 max(max(upleft[k] + sab, row[k - 1] + pa[k]),
+                                     max(left[k - 1] + pb[k], max(row[k], left[k]))) - gap2)
+        else:
+            moves = dirs[slot, j]
+            for k in range(1, n + 1):
+                save[k] = row[k]
+                best = upleft[k - 1] + sab + pa[k] + pb[k]
+                move = 0
+                v = upleft[k] + sab - gap2
+                move = 1 if v > best else move
+                best = max(best, v)
+                v = row[k - 1] + pa[k] - gap2
+                move = 2 if v > best else move
+                best = max(best, v)
+                v = left[k - 1] + pb[k] - gap2
+                move = 3 if v > best else move
+                best = max(best, v)
+                v = row[k] - gap2
+                move = 4 if v > best else move
+                best = max(best, v)
+                v = left[k] - gap2
+                move = 5 if v > best else move
+                best = max(best, v)
+                scratch[k] = best
+                moves[k] = move
+        # Pass 2 (a scan): move 6, from (i, j, k - 1), is last in the order, so it wins
+        # only when strictly better.
+        best = scratch[0]
+        row[0] = best
+        if slot < 0:
+            for k in range(1, n + 1):
+                best = max(scratch[k], best - gap2)
                 row[k] = best
-                up_before = up
-            return
-        for k in range(1, n + 1):
-            cc = c[k - 1]
-            sac = ma[cc]
-            sbc = mb[cc]
-            up = row[k]
-            save[k] = up
-            previous = best
-            best = upleft[k - 1] + sab + sac + sbc
-            move = 0
-            v = upleft[k] + sab - gap2
-            if v > best:
-                best = v
-                move = 1
-            v = up_before + sac - gap2
-            if v > best:
-                best = v
-                move = 2
-            v = left[k - 1] + sbc - gap2
-            if v > best:
-                best = v
-                move = 3
-            v = up - gap2
-            if v > best:
-                best = v
-                move = 4
-            v = left[k] - gap2
-            if v > best:
-                best = v
-                move = 5
-            v = previous - gap2
-            if v > best:
-                best = v
-                move = 6
-            row[k] = best
-            if slot >= 0:
-                dirs[slot, j, k] = move
-            up_before = up
+        else:
+            moves = dirs[slot, j]
+            for k in range(1, n + 1):
+                v = best - gap2
+                if v > scratch[k]:
+                    best = v
+                    moves[k] = 6
+                else:
+                    best = scratch[k]
+                row[k] = best
         return
     # A face of the cube (i == 0 or j == 0): at most three moves are possible.
     up_before = 0
@@ -220,7 +217,7 @@ def _row(row, left, upleft, save, i, j, a, b, c, matrix, gap2, dirs, slot):
 
 
 @njit(cache=True, parallel=True)
-def _sweep_band(plane, first, last, a, b, c, matrix, gap2, dirs, keep_dirs):
+def _sweep_band(plane, first, last, a, b, c, profile, matrix, gap2, dirs, keep_dirs):
     """Compute planes ``first..last`` (of ``i``); ``plane`` goes from plane ``first - 1`` to ``last``.
 
     ``plane[j]`` is row ``(i, j)``; on entry it must hold plane ``first - 1`` (ignored when
@@ -235,7 +232,7 @@ def _sweep_band(plane, first, last, a, b, c, matrix, gap2, dirs, keep_dirs):
     # (i0 - 1, j1) of tile row r, the up-left corner of the next tile on the right.
     right = np.empty((last - first + 1, n + 1), dtype=np.int32)
     corner = np.empty((tile_rows, n + 1), dtype=np.int32)
-    work = np.empty((tile_rows, 4, n + 1), dtype=np.int32)
+    work = np.empty((tile_rows, 5, n + 1), dtype=np.int32)
     for wave in range(tile_rows + tile_cols - 1):
         for r in prange(max(0, wave - tile_cols + 1), min(tile_rows, wave + 1)):
             tc = wave - r
@@ -247,6 +244,7 @@ def _sweep_band(plane, first, last, a, b, c, matrix, gap2, dirs, keep_dirs):
             fresh = work[r, 1]
             other = work[r, 2]
             discard = work[r, 3]
+            scratch = work[r, 4]
             if j0 > 0:
                 upleft_first[:] = corner[r]
             for i in range(i0, i1 + 1):
@@ -265,7 +263,8 @@ def _sweep_band(plane, first, last, a, b, c, matrix, gap2, dirs, keep_dirs):
                         left = right[i - first]
                     else:
                         left = discard
-                    _row(plane[j], left, upleft, target, i, j, a, b, c, matrix, gap2, dirs, slot)
+                    _row(plane[j], left, upleft, target, scratch, i, j, a, b, c, profile, matrix,
+                         gap2, dirs, slot)
                     upleft = fresh
                     fresh, other = other, fresh
                 if j0 > 0:
@@ -319,12 +318,14 @@ def _sweep(plane, codes, scheme, gap, first, last, dirs=None, progress=None):
     """
     a, b, c = codes
     gap2 = np.int32(2 * gap)
+    profile = np.zeros((scheme.matrix.shape[0], c.size + 1), dtype=np.int32)
+    profile[:, 1:] = scheme.matrix[:, c]
     keep = dirs is not None
     if not keep:
         dirs = np.zeros((1, 1, 1), dtype=np.uint8)
     for band in range(first, last + 1, _BAND):
         band_last = min(last, band + _BAND - 1)
-        _sweep_band(plane, band, band_last, a, b, c, scheme.matrix, gap2,
+        _sweep_band(plane, band, band_last, a, b, c, profile, scheme.matrix, gap2,
                     dirs[band - first:] if keep else dirs, keep)
         if progress is not None:
             progress((band_last - band + 1) * plane.size)
@@ -338,7 +339,7 @@ def memory_needed(lengths: tuple[int, int, int], height: int) -> int:
     """
     l, m, n = lengths
     plane = (m + 1) * (n + 1)
-    band_buffers = 4 * (_BAND + 4 * math.ceil(_BAND / TILE)) * (n + 1)
+    band_buffers = 4 * (_BAND + 5 * math.ceil(_BAND / TILE)) * (n + 1)
     # One checkpoint plane per slab but the first (starts from nothing) and the last
     # (its direction bytes come from the forward sweep).
     slabs = math.ceil((l + 1) / height)
