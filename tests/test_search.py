@@ -103,6 +103,30 @@ def test_padding_never_raises_a_lane_score():
     assert search_kernels.LANES == 16
 
 
+def test_scores_beyond_int16_are_rescored_exactly_in_32_bits():
+    # 16,500 identical bases score 33,000 (> 32,767): the 16-bit pass saturates, the
+    # 32-bit pass gives the exact score; the batch mates keep theirs.
+    rng = np.random.default_rng(0)
+    long = rng.integers(0, 4, 17_000).astype(np.uint8)
+    targets = [long, long[:5000], rng.integers(0, 4, 300).astype(np.uint8)]
+    scores = score_database([long[:16_500]], targets, DNA)[0]
+    assert scores[0] == 33_000
+    assert scores[1] == 10_000 and scores[2] == score_pair(long[:16_500], targets[2], DNA, "local").score
+    assert search_kernels.fits_int16(DNA.matrix, DNA.gap_open, DNA.gap_extend)
+
+
+def test_large_scores_use_the_32_bit_pass_alone():
+    scheme = ScoringScheme.dna(1500, -2000, 900, 300)
+    assert not search_kernels.fits_int16(scheme.matrix, scheme.gap_open, scheme.gap_extend)
+    rng = np.random.default_rng(9)
+    queries = ["".join(rng.choice(list("ACGT"), n)) for n in (25, 40)]
+    targets = ["".join(rng.choice(list("ACGT"), n)) for n in rng.integers(5, 60, 20)]
+    scores = score_database([DNA.alphabet.encode(q) for q in queries],
+                            [DNA.alphabet.encode(t) for t in targets], scheme)
+    aligner = biopython_aligner(scheme, "local")
+    assert [[aligner.score(t, q) for t in targets] for q in queries] == scores.tolist()
+
+
 def test_top_k_equals_brute_force_with_forced_ties(proteins):
     queries, db = proteins
     # Duplicates under other names force score ties that only the target order can break.

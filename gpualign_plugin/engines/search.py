@@ -78,9 +78,13 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray],
     query_offsets = np.zeros(len(queries) + 1, dtype=np.int64)
     np.cumsum([len(q) for q in queries], out=query_offsets[1:])
     packed = np.concatenate([np.ascontiguousarray(q, dtype=np.uint8) for q in queries])
-    lanes = kernels.score_batches(packed, query_offsets, kernels.extend_matrix(scheme.matrix),
+    lanes = kernels.score_batches(packed, query_offsets,
+                                  kernels.extend_matrix(scheme.matrix, np.int16),
+                                  kernels.extend_matrix(scheme.matrix, np.int32),
                                   scheme.gap_open + scheme.gap_extend, scheme.gap_extend,
-                                  codes, offsets, widths, numba.get_num_threads())
+                                  codes, offsets, widths, numba.get_num_threads(),
+                                  kernels.fits_int16(scheme.matrix, scheme.gap_open,
+                                                     scheme.gap_extend))
     used = lane_target >= 0
     result[:, lane_target[used]] = lanes[:, used]
     return result

@@ -9,8 +9,19 @@ instructions: one vector cell update computes the same cell of ``LANES`` differe
 alignments (Rognes, "Faster Smith-Waterman database searches with inter-sequence
 SIMD parallelisation", BMC Bioinformatics 2011).
 
-Scores are exact ``int32`` values: the caller checks the scheme's score bound
-(:meth:`~gpualign_plugin.scoring.ScoringScheme.check_score_range`) first.
+**Exactness.** Each (query, batch) is first scored in 16-bit lanes with saturating
+additions, then, only if a lane's best score reached :data:`SATURATED16`, again in
+32-bit lanes (the caller checks the scheme's 32-bit score bound,
+:meth:`~gpualign_plugin.scoring.ScoringScheme.check_score_range`). The 16-bit pass is
+exact when no lane saturates: H, E and F of local alignment are at least
+``-(open + extend)`` (E and F come from an H >= 0 minus a gap), so only the initial
+minus infinity, the padding score and the extensions of minus infinity can go below
+-32768, and those saturate at -32768, which loses every ``max`` they enter exactly
+as their true values would. Upwards, the first value above 32767 would clamp to
+32767, make that cell's H 32767 and so the lane's best 32767: a best below
+:data:`SATURATED16` proves no cell overflowed. Used when the scheme's scores and
+gap costs are small (:func:`fits_int16`); otherwise the 32-bit pass runs alone.
+
 Padding residues of a short lane carry the code ``PAD`` whose substitution score
 is :data:`PAD_SCORE`; a cell in a padding column can only be reached from a real
 cell through a gap or a padding substitution, both of which cost, so padding never
@@ -21,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
-from numba.core import types
+from llvmlite import ir
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from gpualign_plugin.scoring import NEG_INF
@@ -30,52 +42,70 @@ LANES = 16
 """Targets scored together by one vector cell update (16 x int32 = one AVX-512 register)."""
 
 PAD_SCORE = -(1 << 20)
-"""Substitution score of a padding residue: far below any real score, far from int32 overflow."""
+"""Substitution score of a padding residue in 32-bit lanes: far below any real score."""
+
+SATURATED16 = 32767
+"""Largest int16: a 16-bit lane whose best score reaches it is scored again in 32 bits."""
+
+LOW16 = -32768
+"""Minus infinity and padding score of 16-bit lanes (saturating arithmetic keeps it there)."""
 
 
 @intrinsic
-def _add32(typingctx, a, b):
-    """``a + b`` in 32-bit arithmetic (Numba would widen int32 + int32 to int64)."""
-    sig = types.int32(types.int32, types.int32)
+def _add(typingctx, a, b):
+    """``a + b`` in the operands' own width: saturating for int16, wrapping for int32.
+
+    (Numba would widen int16/int32 arithmetic to int64, halving or quartering the
+    lanes per vector.)
+    """
+    if not (isinstance(a, types.Integer) and a == b and a.bitwidth in (16, 32)):
+        return None
 
     def codegen(context, builder, signature, args):
+        if signature.return_type.bitwidth == 16:
+            kind = args[0].type
+            saturating = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(kind, [kind, kind]), "llvm.sadd.sat.i16")
+            return builder.call(saturating, args)
         return builder.add(args[0], args[1])
 
-    return sig, codegen
+    return a(a, b), codegen
 
 
 @intrinsic
-def _max32(typingctx, a, b):
-    """``max(a, b)`` of two int32 values, kept 32-bit so a vector holds 16 lanes, not 8."""
-    sig = types.int32(types.int32, types.int32)
+def _max(typingctx, a, b):
+    """``max(a, b)`` of two integers of the same width, kept in that width."""
+    if not (isinstance(a, types.Integer) and a == b):
+        return None
 
     def codegen(context, builder, signature, args):
         return builder.select(builder.icmp_signed(">", args[0], args[1]), args[0], args[1])
 
-    return sig, codegen
+    return a(a, b), codegen
 
 
 @njit(cache=True, nogil=True)
-def _score_batch(query, matrix_ext, oe, ext, codes, offset, width, columns, lanes, scores, out):
+def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, width, columns, lanes,
+                 scores, out):
     """Best local score of ``query`` against each lane of one interleaved batch.
 
-    Scratch (int32, flat, rows of ``LANES``): ``columns`` holds H then E of the
+    Compiled for int16 and int32 lanes: ``matrix_ext``, the constants
+    ``neg_oe = -(open + extend)``, ``neg_ext = -extend``, ``low`` (minus infinity)
+    and ``zero``, and the scratch arrays all have the lane type.
+    Scratch (flat, rows of ``LANES``): ``columns`` holds H then E of the
     previous target column for each query row (``2 * len(query)`` rows);
     ``lanes`` the running diagonal H, H above, F and best score of the current
     column (4 rows); ``scores`` the substitution score of each letter against the
     current target column (one row per letter). The ``LANES`` results go to
-    ``out``. Flat arrays indexed by hand and 32-bit arithmetic are what let LLVM
-    turn the lane loop into 16-lane vector instructions.
+    ``out``. Flat arrays indexed by hand and arithmetic in the lane width are what
+    let LLVM turn the lane loop into 16-lane vector instructions.
     """
     m = query.shape[0]
     alphabet = matrix_ext.shape[0]
-    neg_oe = np.int32(-oe)
-    neg_ext = np.int32(-ext)
-    zero = np.int32(0)
     for i in range(m):
         for lane in range(LANES):
             columns[2 * i * LANES + lane] = 0
-            columns[(2 * i + 1) * LANES + lane] = NEG_INF
+            columns[(2 * i + 1) * LANES + lane] = low
     for lane in range(LANES):
         lanes[3 * LANES + lane] = 0
     for j in range(width):
@@ -86,29 +116,29 @@ def _score_batch(query, matrix_ext, oe, ext, codes, offset, width, columns, lane
         for lane in range(LANES):
             lanes[lane] = 0
             lanes[LANES + lane] = 0
-            lanes[2 * LANES + lane] = NEG_INF
+            lanes[2 * LANES + lane] = low
         for i in range(m):
             s_at = np.int64(query[i]) * LANES
             h_at = 2 * i * LANES
             e_at = h_at + LANES
             for lane in range(LANES):
                 h_left = columns[h_at + lane]
-                e = _max32(_add32(h_left, neg_oe), _add32(columns[e_at + lane], neg_ext))
-                f = _max32(_add32(lanes[LANES + lane], neg_oe), _add32(lanes[2 * LANES + lane], neg_ext))
-                h = _max32(_max32(_add32(lanes[lane], scores[s_at + lane]), e), _max32(f, zero))
+                e = _max(_add(h_left, neg_oe), _add(columns[e_at + lane], neg_ext))
+                f = _max(_add(lanes[LANES + lane], neg_oe), _add(lanes[2 * LANES + lane], neg_ext))
+                h = _max(_max(_add(lanes[lane], scores[s_at + lane]), e), _max(f, zero))
                 lanes[lane] = h_left
                 columns[h_at + lane] = h
                 columns[e_at + lane] = e
                 lanes[2 * LANES + lane] = f
                 lanes[LANES + lane] = h
-                lanes[3 * LANES + lane] = _max32(lanes[3 * LANES + lane], h)
+                lanes[3 * LANES + lane] = _max(lanes[3 * LANES + lane], h)
     for lane in range(LANES):
         out[lane] = lanes[3 * LANES + lane]
 
 
 @njit(cache=True, parallel=True)
-def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offsets, batch_widths,
-                  workers):
+def score_batches(queries, query_offsets, matrix16, matrix32, oe, ext, codes, batch_offsets,
+                  batch_widths, workers, use16):
     """Best local scores of every query against every lane of every batch.
 
     Parameters
@@ -117,8 +147,9 @@ def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offs
         ``uint8`` codes of all queries concatenated.
     query_offsets : numpy.ndarray
         ``int64``, ``n_queries + 1`` boundaries into ``queries``.
-    matrix_ext : numpy.ndarray
-        ``int32`` ``(alphabet, alphabet + 1)``: the substitution matrix and a pad column.
+    matrix16, matrix32 : numpy.ndarray
+        ``int16`` and ``int32`` ``(alphabet, alphabet + 1)``: the substitution matrix
+        and a pad column (:func:`extend_matrix`).
     oe, ext : int
         ``gap_open + gap_extend`` (cost of a gap's first column) and ``gap_extend``.
     codes : numpy.ndarray
@@ -128,6 +159,9 @@ def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offs
     workers : int
         Parallel workers, normally ``numba.get_num_threads()`` (passed in: reading
         it inside compiled code would stop Numba caching this function).
+    use16 : bool
+        Try 16-bit lanes first (only if :func:`fits_int16`); saturated batches are
+        scored again in 32 bits.
 
     Returns
     -------
@@ -137,6 +171,7 @@ def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offs
     """
     n_queries = query_offsets.shape[0] - 1
     n_batches = batch_offsets.shape[0]
+    alphabet = matrix32.shape[0]
     out = np.zeros((n_queries, n_batches * LANES), dtype=np.int32)
     longest = 0
     for q in range(n_queries):
@@ -145,16 +180,37 @@ def score_batches(queries, query_offsets, matrix_ext, oe, ext, codes, batch_offs
     # Round-robin over tasks: batches are sorted by length, so equal contiguous blocks
     # (prange's static split) would leave the thread with the long batches working alone.
     for worker in prange(workers):
-        columns = np.empty(2 * longest * LANES, dtype=np.int32)
-        lanes = np.empty(4 * LANES, dtype=np.int32)
-        scores = np.empty(matrix_ext.shape[0] * LANES, dtype=np.int32)
+        columns16 = np.empty(2 * longest * LANES, dtype=np.int16)
+        lanes16 = np.empty(4 * LANES, dtype=np.int16)
+        scores16 = np.empty(alphabet * LANES, dtype=np.int16)
+        best16 = np.empty(LANES, dtype=np.int16)
+        columns32 = np.empty(2 * longest * LANES, dtype=np.int32)
+        lanes32 = np.empty(4 * LANES, dtype=np.int32)
+        scores32 = np.empty(alphabet * LANES, dtype=np.int32)
         for task in range(worker, tasks, workers):
             q = task // n_batches
             b = task % n_batches
             query = queries[query_offsets[q]:query_offsets[q + 1]]
-            _score_batch(query, matrix_ext, oe, ext, codes, batch_offsets[b], batch_widths[b],
-                         columns, lanes, scores, out[q, b * LANES:(b + 1) * LANES])
+            result = out[q, b * LANES:(b + 1) * LANES]
+            saturated = True
+            if use16:
+                _score_batch(query, matrix16, np.int16(-oe), np.int16(-ext), np.int16(LOW16),
+                             np.int16(0), codes, batch_offsets[b], batch_widths[b], columns16,
+                             lanes16, scores16, best16)
+                saturated = False
+                for lane in range(LANES):
+                    result[lane] = best16[lane]
+                    saturated = saturated or best16[lane] >= SATURATED16
+            if saturated:
+                _score_batch(query, matrix32, np.int32(-oe), np.int32(-ext), np.int32(NEG_INF),
+                             np.int32(0), codes, batch_offsets[b], batch_widths[b], columns32,
+                             lanes32, scores32, result)
     return out
+
+
+def fits_int16(matrix: np.ndarray, gap_open: int, gap_extend: int) -> bool:
+    """Whether the 16-bit pass applies: substitution scores and gap costs far inside int16."""
+    return int(np.abs(matrix).max()) <= 1000 and gap_open + gap_extend <= 1000
 
 
 def interleave(targets: list[np.ndarray], pad_code: int) -> tuple[np.ndarray, np.ndarray,
@@ -197,9 +253,15 @@ def interleave(targets: list[np.ndarray], pad_code: int) -> tuple[np.ndarray, np
     return codes, offsets, widths, lane_target
 
 
-def extend_matrix(matrix: np.ndarray) -> np.ndarray:
-    """The substitution matrix with one more column (the pad code) scoring :data:`PAD_SCORE`."""
+def extend_matrix(matrix: np.ndarray, dtype=np.int32) -> np.ndarray:
+    """The substitution matrix with one more column (the pad code) in lane type ``dtype``.
+
+    The pad column scores :data:`PAD_SCORE` for int32 and :data:`LOW16` for int16;
+    an int16 matrix of a scheme outside :func:`fits_int16` is not meaningful (and
+    not used).
+    """
     size = matrix.shape[0]
-    out = np.full((size, size + 1), PAD_SCORE, dtype=np.int32)
-    out[:, :size] = matrix
+    pad = LOW16 if dtype == np.int16 else PAD_SCORE
+    out = np.full((size, size + 1), pad, dtype=dtype)
+    out[:, :size] = np.clip(matrix, LOW16, SATURATED16) if dtype == np.int16 else matrix
     return np.ascontiguousarray(out)
