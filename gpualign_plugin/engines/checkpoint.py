@@ -49,12 +49,15 @@ Memory bound
 ------------
 A band solved with direction bytes holds at most ``memory_budget`` bytes of
 them (at least one row, whatever the budget). Each recursion level holds at
-most ``memory_budget // 2`` bytes of saved state rows (at least one row).
-Peak is therefore about ``memory_budget * (1 + levels / 2)`` plus the
-problem's own buffers, where ``levels`` is the recursion depth: with the
-default 256 MiB and Gotoh's 8 bytes of state per column, a 100 kbp x 100 kbp
-alignment needs one level (about 0.3 GB) and a 1 Mbp x 1 Mbp alignment three
-(about three forward passes of work plus the direction pass).
+most ``memory_budget`` bytes of saved state rows (at least one row), and a
+level is added only when one level's checkpoints cannot cut the rows into
+bands that fit. Peak is therefore at most ``memory_budget * (1 + levels)``
+plus the problem's own buffers, and the work is one forward pass per level
+plus one direction pass. With the default 256 MiB and Gotoh's 8 bytes of
+state per column: 100 kbp x 100 kbp needs one level (about 0.3 GB: 256 MiB
+of direction bytes, 75 saved rows of 0.8 MB); 200 kbp x 200 kbp one level
+(about 0.5 GB); 1 Mbp x 1 Mbp three levels (under 1 GB, as the saved rows
+of the deeper levels are narrower or fewer).
 """
 
 from __future__ import annotations
@@ -117,7 +120,7 @@ def _solve(problem, r0: int, r1: int, top, cursor: Cursor, budget: int) -> bool:
     if rows <= band_rows:
         return problem.trace(problem.directions(r0, r1, top, width), r0, cursor)
     bands = -(-rows // band_rows)
-    max_saved = max(1, budget // 2 // (problem.state_bytes_per_column * width))
+    max_saved = max(1, budget // (problem.state_bytes_per_column * width))
     if bands - 1 <= max_saved:
         # Every band fits: checkpoint exactly at band boundaries, no further recursion.
         cuts = [r0 + k * band_rows for k in range(1, bands)]

@@ -19,7 +19,7 @@ Example
 >>> t = scheme.alphabet.encode("TTACGTAGCATT")
 >>> result = align_pair(q, t, scheme, "local")
 >>> result.score, str(result.cigar), (result.target_start, result.target_end)
-(8, '4=1I3=', (2, 9))
+(11, '4=1X3=', (2, 10))
 """
 
 from __future__ import annotations
