@@ -129,7 +129,7 @@ def write_search_outputs(args: argparse.Namespace, result, scheme, queries, name
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign search``; returns the exit status."""
     from gpualign_plugin.engines.search import finish, search
-    from gpualign_plugin.io.fasta import iter_fasta, read_fasta
+    from gpualign_plugin.io.fasta import iter_fasta_text, read_fasta
     from gpualign_plugin.io.hits import write_hits
 
     scheme = scheme_from_args(args)
@@ -151,11 +151,12 @@ def run(args: argparse.Namespace) -> int:
     residues = args.db_size if args.db_size is not None else sum(lengths)
 
     def records():
-        for index, record in enumerate(iter_fasta(args.db, scheme)):
+        # Only this shard's records are encoded (and so checked): each shard reads the file once.
+        for index, (name, description, text) in enumerate(iter_fasta_text(args.db)):
             if index >= stop:
                 return
             if index >= start:
-                yield index, record
+                yield index, scheme.encode(name, text, path=args.db, description=description)
 
     stats = RunStats("search", engine="cpu", device=describe_device("cpu"), threads=threads)
     with Progress(sum(lengths[start:stop]), "search") as progress:
