@@ -354,7 +354,8 @@ def _plan_slabs(lengths: tuple[int, int, int], memory_budget: int) -> int:
             return height
     least = min(memory_needed(lengths, height) for height in range(1, l + 2))
     raise InputError(f"aligning sequences of {lengths[0]}, {lengths[1]} and {lengths[2]} residues "
-                     f"needs at least {least:,} bytes; the memory budget is {memory_budget:,} bytes")
+                     f"needs at least {least:,} bytes; the memory budget (--memory-budget) is "
+                     f"{memory_budget:,} bytes")
 
 
 def _codes_of(item, scheme: ScoringScheme) -> tuple[np.ndarray, Region]:

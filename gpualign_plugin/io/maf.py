@@ -101,7 +101,7 @@ def read_maf(path: str | os.PathLike) -> list[MultipleAlignment]:
             ends=tuple(s + r[2] for s, r in zip(starts, rows)),
             strands=tuple(r[3] for r in rows), source_lengths=tuple(r[4] for r in rows)))
 
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8", errors="replace") as handle:
         first = handle.readline()
         if not first.startswith("##maf"):
             raise InputError("not a MAF file (the first line does not start with '##maf')",
