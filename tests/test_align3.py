@@ -295,3 +295,17 @@ def test_clustal_view_marks_identical_columns():
     handle = io.StringIO()
     write_clustal(handle, result)
     assert handle.getvalue().startswith("CLUSTAL")
+
+
+def test_serial_and_parallel_sweeps_agree():
+    import numba
+
+    rng = random.Random(8)
+    texts = ["".join(rng.choice("ACGT") for _ in range(n)) for n in (150, 170, 30)]
+    sequences = encode(texts, DNA)
+    budget = memory_needed((150, 170, 30), 40)
+    results = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        results += [align3(*sequences, DNA, 4), align3(*sequences, DNA, 4, memory_budget=budget)]
+    assert len({(r.score, r.rows) for r in results}) == 1

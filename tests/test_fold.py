@@ -144,3 +144,15 @@ def test_cli_bad_base_exits_2_without_output(tmp_path, capsys):
     error = capsys.readouterr().err.strip()
     assert "in.fa: record 'r2': position 5:" in error and "\n" not in error
     assert not out.exists()
+
+
+def test_serial_and_parallel_fills_agree():
+    import numba
+
+    rng = random.Random(8)
+    text = "".join(rng.choice("ACGU") for _ in range(400))
+    results = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        results.append(fold(text, 2))
+    assert results[0] == results[1]
