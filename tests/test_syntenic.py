@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import os
 
 import numpy as np
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 from gpualign_plugin.engines.syntenic import (
     default_block_penalty, syntenic, syntenic_align, syntenic_score)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.model import Cigar
+from gpualign_plugin.model import Cigar, score_cigar
 from gpualign_plugin.scoring import ScoringScheme
 
 from oracles import biopython_aligner, gotoh
@@ -358,7 +357,6 @@ def test_cli_writes_every_output_and_they_agree(tmp_path):
         [(b.query_start, b.query_end, b.target_start, b.target_end, str(b.cigar), b.score)
          for b in expected.matching_regions]
     q_codes, t_codes = scheme.alphabet.encode(query), scheme.alphabet.encode(target)
-    from gpualign_plugin.model import score_cigar
     for p in paf:
         assert score_cigar(Cigar.from_string(p["cg"]), q_codes[p["qstart"]:p["qend"]],
                            t_codes[p["tstart"]:p["tend"]], scheme) == p["AS"]

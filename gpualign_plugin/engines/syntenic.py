@@ -51,7 +51,10 @@ PROTEIN_BLOCK_PENALTY = 60
 
 
 def default_block_penalty(scheme: ScoringScheme) -> int:
-    """The default block penalty for ``scheme``'s alphabet (:data:`DNA_BLOCK_PENALTY` or :data:`PROTEIN_BLOCK_PENALTY`)."""
+    """The default block penalty for ``scheme``'s alphabet.
+
+    :data:`DNA_BLOCK_PENALTY` for DNA, :data:`PROTEIN_BLOCK_PENALTY` for protein.
+    """
     return DNA_BLOCK_PENALTY if scheme.is_dna else PROTEIN_BLOCK_PENALTY
 
 
