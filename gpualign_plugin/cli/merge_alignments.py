@@ -7,7 +7,7 @@ Shards come from ``gpualign split``, which keeps input order, so merging is exac
 * PAF: the shards' lines concatenated in shard order (the order of the unsplit run);
 * MAF: one ``##maf`` header, then every shard's blocks in shard order;
 * aligned-FASTA directories: every file copied into one directory (a name found in
-  two shards is an error).
+  two shards is an error; hidden files are skipped).
 
 Every output appears only when complete.
 """
@@ -148,7 +148,8 @@ def merge_directories(inputs, output) -> None:
         for directory in inputs:
             for name in sorted(os.listdir(directory)):
                 source = os.path.join(directory, name)
-                if not os.path.isfile(source):
+                # Hidden files are bookkeeping (e.g. Snakemake's .snakemake_timestamp).
+                if name.startswith(".") or not os.path.isfile(source):
                     continue
                 if name in origin:
                     raise InputError(f"file name also found in {origin[name]}", path=source)

@@ -112,7 +112,7 @@ def pairwise_shards(genome):
 def triplet_batches():
     """Batch numbers the split of the triplet list produced."""
     directory = checkpoints.split_triplets.get().output[0]
-    return glob_wildcards(os.path.join(directory, "{batch}.tsv")).batch
+    return sorted(glob_wildcards(os.path.join(directory, "{batch}.tsv")).batch)
 
 
 def alignment_stats(wildcards):
