@@ -103,15 +103,16 @@ def test_padding_never_raises_a_lane_score():
 
 
 def test_scores_beyond_int16_are_rescored_exactly_in_32_bits():
-    # 16,500 identical bases score 33,000 (> 32,767): the 16-bit pass saturates, the
-    # 32-bit pass gives the exact score; the batch mates keep theirs.
+    # 3,300 identical bases at match 10 score 33,000 (> 32,767): the 16-bit pass saturates,
+    # the 32-bit pass gives the exact score; the batch mates keep theirs.
+    scheme = ScoringScheme.dna(10, -10, 5, 2)
+    assert search_kernels.fits_int16(scheme.matrix, scheme.gap_open, scheme.gap_extend)
     rng = np.random.default_rng(0)
-    long = rng.integers(0, 4, 17_000).astype(np.uint8)
-    targets = [long, long[:5000], rng.integers(0, 4, 300).astype(np.uint8)]
-    scores = score_database([long[:16_500]], targets, DNA)[0]
+    long = rng.integers(0, 4, 3400).astype(np.uint8)
+    targets = [long, long[:1000], rng.integers(0, 4, 300).astype(np.uint8)]
+    scores = score_database([long[:3300]], targets, scheme)[0]
     assert scores[0] == 33_000
-    assert scores[1] == 10_000 and scores[2] == score_pair(long[:16_500], targets[2], DNA, "local").score
-    assert search_kernels.fits_int16(DNA.matrix, DNA.gap_open, DNA.gap_extend)
+    assert scores[1] == 10_000 and scores[2] == score_pair(long[:3300], targets[2], scheme, "local").score
 
 
 def test_large_scores_use_the_32_bit_pass_alone():
