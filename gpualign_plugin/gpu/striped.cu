@@ -107,14 +107,17 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     }
     __syncwarp();
 
-    int H[R], E[R];
+    // H is kept as HO = H - (open + extend), the value both gap recurrences start from; the
+    // diagonal term then takes the open cost back with a three-input add.
+    const int oe = a.gap_oe, ge = a.gap_e;
+    int HO[R], E[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-        H[r] = a.left_h[row0 + r];
+        HO[r] = a.left_h[row0 + r] - oe;
         E[r] = a.left_e[row0 + r];
     }
-    int diag = (row0 == 0) ? a.top_h[0] : a.left_h[row0 - 1];
-    int hb = 0, fb = 0;               // this lane's bottom row (H, F) at its current column
+    int diag = ((row0 == 0) ? a.top_h[0] : a.left_h[row0 - 1]) - oe;
+    int hb = 0, fb = 0;               // this lane's bottom row (HO, F) at its current column
     int batch_h = 0, batch_f = 0;     // lane 0's input batch, one column per lane
     int keep_h = 0, keep_f = 0;       // output batch being collected, one column per lane
     int best_v = 0, best_i = 0x7fffffff, best_j = 0;
@@ -169,7 +172,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         const int from_batch_h = __shfl_sync(FULL_MASK, batch_h, s & 31);
         const int from_batch_f = __shfl_sync(FULL_MASK, batch_f, s & 31);
         if (lane == 0) {
-            up_h = from_batch_h;
+            up_h = from_batch_h - oe;
             up_f = from_batch_f;
         }
         if (!decltype(bounds)::value || (j >= 1 && j <= width)) {
@@ -182,21 +185,19 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const int sc = (int)(signed char)(unsigned char)(w[r >> 2] >> (8 * (r & 3)));
-                const int e_open = H[r] - a.gap_oe;
-                const int f_open = hu - a.gap_oe;
-                const int e = max(E[r] - a.gap_e, e_open);
-                const int f = max(fu - a.gap_e, f_open);
-                const int dg = hd + sc;
-                int h = LOCAL ? DP_MAX4_0(dg, e, f) : DP_MAX3(dg, e, f);
+                const int e = max(E[r] - ge, HO[r]);  // HO[r] = H(i, j-1) - o - e: the gap opens
+                const int f = max(fu - ge, hu);       // hu = H(i-1, j) - o - e
+                const int dg = hd + sc + oe;          // H(i-1, j-1) + s(a_i, b_j)
+                const int h = LOCAL ? DP_MAX4_0(dg, e, f) : DP_MAX3(dg, e, f);
                 if (DIRS) {
                     unsigned int d = (LOCAL && h == 0) ? 0u : (h == dg ? 1u : (h == e ? 2u : 3u));
-                    d |= (e == e_open ? 4u : 0u) | (f == f_open ? 8u : 0u);
+                    d |= (e == HO[r] ? 4u : 0u) | (f == hu ? 8u : 0u);
                     dw[r >> 2] |= d << (8 * (r & 3));
                 }
-                hd = H[r];
-                H[r] = h;
+                hd = HO[r];
+                HO[r] = h - oe;
                 E[r] = e;
-                hu = h;
+                hu = HO[r];
                 fu = f;
             }
             diag = up_h;
@@ -204,15 +205,17 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             fb = fu;
             if (DIRS) store_dirs<R>(dir_base + (size_t)s * S, dw);
             if (track) {
-                int col_max = H[0];
+                int col_max = HO[0];
 #pragma unroll
-                for (int r = 1; r < R; ++r) col_max = max(col_max, H[r]);
+                for (int r = 1; r < R; ++r) col_max = max(col_max, HO[r]);
+                col_max += oe;
                 if (col_max > 0 && col_max >= best_v) {
 #pragma unroll
                     for (int r = 0; r < R; ++r) {
                         const int i = row0 + r + 1;
-                        if (i <= a.height && (H[r] > best_v || (H[r] == best_v && i < best_i))) {
-                            best_v = H[r];
+                        const int h = HO[r] + oe;
+                        if (i <= a.height && (h > best_v || (h == best_v && i < best_i))) {
+                            best_v = h;
                             best_i = i;
                             best_j = j;
                         }
@@ -220,18 +223,18 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
                 }
             }
             if (owns_last) {
-                int v = H[0];
+                int v = HO[0];
 #pragma unroll
                 for (int r = 1; r < R; ++r)
-                    if (r == last_r) v = H[r];
-                a.last_row_h[j] = v;
+                    if (r == last_r) v = HO[r];
+                a.last_row_h[j] = v + oe;
             }
             if (j == next_ck) {
                 int2* out = a.col_ckpt + (size_t)(j / a.col_every - 1) * (a.height + 1);
                 if (j / a.col_every <= a.num_col_ckpt) {
 #pragma unroll
                     for (int r = 0; r < R; ++r)
-                        if (row0 + r + 1 <= a.height) out[row0 + r + 1] = make_int2(H[r], E[r]);
+                        if (row0 + r + 1 <= a.height) out[row0 + r + 1] = make_int2(HO[r] + oe, E[r]);
                 }
                 next_ck += a.col_every;
             }
@@ -242,7 +245,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             const int out_h = __shfl_sync(FULL_MASK, hb, 31);
             const int out_f = __shfl_sync(FULL_MASK, fb, 31);
             if (lane == ((out_j - 1) & 31)) {
-                keep_h = out_h;
+                keep_h = out_h + oe;
                 keep_f = out_f;
             }
             if (((out_j - 1) & 31) == 31 || out_j == width) {
@@ -260,6 +263,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     const int ramp = min(31, width);
     int s = 0;
     for (; s < ramp; ++s) step(s, Flag<true>{});
+#pragma unroll 2
     for (; s < width; ++s) step(s, Flag<false>{});
     for (; s < width + 31; ++s) step(s, Flag<true>{});
 
