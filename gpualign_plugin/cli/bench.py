@@ -23,12 +23,14 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.machine import cpu_description
 from gpualign_plugin.scoring import ScoringScheme
 
-TASKS = ("score", "align", "batch")
+TASKS = ("score", "align", "batch", "syntenic", "align3", "fold", "search")
 
 EPILOG = """examples:
   gpualign bench                                  # local score-only and alignment at 20 kbp, the batch workload
   gpualign bench --tasks score --sizes 20000x20000 --threads 1
-  gpualign bench --backend gpu --sizes 100000x100000,1000000x1000000 --cpu-max-cells 1e10"""
+  gpualign bench --backend gpu --sizes 100000x100000,1000000x1000000 --cpu-max-cells 1e10
+  gpualign bench --tasks syntenic,align3,fold --sizes 20000x20000
+  gpualign bench --tasks search --search-query queries.fa.gz --search-db db.fa.gz --repeat 1"""
 
 
 def register(subparsers) -> None:
@@ -43,6 +45,12 @@ def register(subparsers) -> None:
     parser.add_argument("--mode", choices=("local", "global", "semiglobal"), default="local")
     parser.add_argument("--batch", default="1000x512", metavar="PAIRSxLENGTH",
                         help="batch workload: number of pairs x length, with traceback [1000x512]")
+    parser.add_argument("--align3-length", type=int, default=300, metavar="N",
+                        help="align3: three related random proteins of N residues, full alignment [300]")
+    parser.add_argument("--fold-length", type=int, default=2000, metavar="N",
+                        help="fold: a random RNA of N nucleotides [2000]")
+    parser.add_argument("--search-query", metavar="FASTA", help="search: protein queries (required for search)")
+    parser.add_argument("--search-db", metavar="FASTA", help="search: protein database (required for search)")
     parser.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
                         help="auto: the CPU and, if usable, the GPU; gpu: the GPU and the CPU for "
                              "comparison; cpu: the CPU only [auto]")
@@ -196,6 +204,14 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
                 rows[-1].agrees = "yes" if results["cpu"] == results["gpu"] else "NO"
     if "batch" in tasks:
         rows.extend(_batch_rows(args, scheme))
+    if "syntenic" in tasks:
+        rows.extend(_syntenic_rows(args, scheme))
+    if "align3" in tasks:
+        rows.extend(_align3_rows(args))
+    if "fold" in tasks:
+        rows.extend(_fold_rows(args))
+    if "search" in tasks:
+        rows.extend(_search_rows(args))
     return rows
 
 
@@ -213,15 +229,92 @@ def _batch_rows(args, scheme) -> list[Row]:
                 _rss(), summary)]
 
 
+def _syntenic_rows(args, scheme) -> list[Row]:
+    from gpualign_plugin.engines.syntenic import default_block_penalty, syntenic_score
+
+    rows = []
+    penalty = default_block_penalty(scheme)
+    for size_text in args.sizes.split(","):
+        m, n = parse_size(size_text)
+        query, target = related_pair(m, n, args.divergence, args.seed)
+        seconds, score = _time(lambda: syntenic_score(query, target, scheme, penalty), args.repeat)
+        rows.append(Row("syntenic score", "cpu", cpu_description(), f"{m}x{n}", seconds, m * n, _rss(),
+                        f"score {score} (block penalty {penalty})"))
+    return rows
+
+
+def related_proteins(length: int, count: int, seed: int) -> list[np.ndarray]:
+    """``count`` related random proteins of ``length`` residues (codes of the 20 amino acids).
+
+    Each is a copy of one random ancestor with 30% of its residues replaced.
+    """
+    rng = np.random.default_rng(seed)
+    ancestor = rng.integers(0, 20, length, dtype=np.uint8)
+    proteins = []
+    for _ in range(count):
+        copy = ancestor.copy()
+        changed = rng.random(length) < 0.3
+        copy[changed] = rng.integers(0, 20, int(changed.sum()), dtype=np.uint8)
+        proteins.append(copy)
+    return proteins
+
+
+def _align3_rows(args) -> list[Row]:
+    from gpualign_plugin.engines.align3 import align3, default_linear_gap
+
+    scheme = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
+    gap = default_linear_gap(scheme)
+    length = args.align3_length
+    letters = scheme.alphabet.letters
+    records = [scheme.encode(f"p{k}", "".join(letters[c] for c in codes))
+               for k, codes in enumerate(related_proteins(length, 3, args.seed))]
+    seconds, result = _time(lambda: align3(*records, scheme, gap), args.repeat)
+    cells = (length + 1) ** 3
+    return [Row("align3 (full)", "cpu", cpu_description(), f"3x{length} aa", seconds, cells, _rss(),
+                f"sum-of-pairs score {result.score}, {result.columns} columns (linear gap {gap})")]
+
+
+def _fold_rows(args) -> list[Row]:
+    from gpualign_plugin.engines.fold import fold, fold_cells
+
+    rng = np.random.default_rng(args.seed)
+    text = "".join(rng.choice(list("ACGU"), args.fold_length))
+    seconds, result = _time(lambda: fold(text), args.repeat)
+    return [Row("fold (Nussinov)", "cpu", cpu_description(), f"{args.fold_length} nt", seconds,
+                fold_cells(args.fold_length), _rss(), f"{result.score} pairs")]
+
+
+def _search_rows(args) -> list[Row]:
+    from gpualign_plugin.cli.common import apply_threads
+    from gpualign_plugin.engines.search import search
+    from gpualign_plugin.io.fasta import read_fasta
+
+    if not (args.search_query and args.search_db):
+        raise InputError("bench task 'search' needs --search-query and --search-db")
+    scheme = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
+    threads = apply_threads(args.threads)
+    queries = read_fasta(args.search_query, scheme)
+    database = read_fasta(args.search_db, scheme)
+    residues = sum(len(t) for t in database)
+    seconds, result = _time(lambda: search(queries, list(enumerate(database)), scheme, residues,
+                                           len(database)), args.repeat)
+    cells = sum(len(q) for q in queries) * residues
+    return [Row("search (top 10, aligned)", "cpu", f"{cpu_description()}, {threads} threads",
+                f"{len(queries)} q x {len(database)} db", seconds, cells, _rss(),
+                f"{len(result.hits)} hits, {residues} db residues")]
+
+
 def format_table(rows: list[Row]) -> str:
     """The rows as an aligned text table, machine description first."""
-    header = ["task", "engine", "size", "seconds", "GCUPS", "memory", "result", "agrees"]
+    header = ["task", "engine", "size", "seconds", "Gcells/s", "memory", "result", "agrees"]
     lines = [[r.task, r.engine, r.size, f"{r.seconds:.4f}", f"{r.gcups:.3f}", r.memory, r.result, r.agrees]
              for r in rows]
     widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
     out = [f"# machine: {platform.node()}; CPU: {cpu_description()}; Python {platform.python_version()}"]
     for name in dict.fromkeys(f"{r.engine}: {r.device}" for r in rows):
         out.append(f"# {name}")
+    out.append("# cells: m*n for pairwise, syntenic and search (GCUPS); (L+1)^3 for align3; "
+               "split-point updates for fold")
     for line in [header] + lines:
         out.append("  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip())
     return "\n".join(out)

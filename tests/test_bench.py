@@ -1,0 +1,36 @@
+"""``gpualign bench`` runs every task and reports measured rows (speed itself is never asserted)."""
+
+import math
+
+from gpualign_plugin.cli.main import main
+
+
+def test_bench_measures_every_cpu_task_and_describes_the_machine(capsys, data_dir):
+    globins = f"{data_dir}/globins.fasta"
+    status = main(["bench", "--backend", "cpu", "--tasks", "score,align,batch,syntenic,align3,fold,search",
+                   "--sizes", "300x400", "--batch", "8x64", "--align3-length", "20", "--fold-length", "60",
+                   "--search-query", globins, "--search-db", globins, "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert out.startswith("# machine:") and "CPU:" in out.splitlines()[0]
+    header = next(line for line in out.splitlines() if line.startswith("task "))
+    start, end = header.index("seconds"), header.index("Gcells/s")
+    for task in ("score", "align", "batch+traceback", "syntenic score", "align3 (full)", "fold (Nussinov)",
+                 "search (top 10, aligned)"):
+        row = next(line for line in out.splitlines() if line.startswith(task + " "))
+        seconds = float(row[start:end])
+        assert seconds > 0 and math.isfinite(seconds)
+
+
+def test_bench_skips_cpu_rows_over_the_cell_limit_and_says_so(capsys):
+    assert main(["bench", "--backend", "cpu", "--tasks", "score", "--sizes", "1000x1000",
+                 "--cpu-max-cells", "1000", "--repeat", "1"]) == 0
+    assert "skipped (> --cpu-max-cells" in capsys.readouterr().out
+
+
+def test_score_and_alignment_rows_report_the_same_optimum(capsys):
+    assert main(["bench", "--backend", "cpu", "--tasks", "score,align", "--sizes", "500x500",
+                 "--repeat", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("score ", "align "))]
+    summaries = [line[line.index("score ", 5):].split(" cigar")[0] for line in rows]
+    assert len(rows) == 2 and summaries[0] == summaries[1]
