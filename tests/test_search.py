@@ -127,6 +127,22 @@ def test_large_scores_use_the_32_bit_pass_alone():
     assert [[aligner.score(t, q) for t in targets] for q in queries] == scores.tolist()
 
 
+def test_score_pass_in_small_kernel_calls_reports_progress_and_same_scores(proteins, monkeypatch):
+    from gpualign_plugin.engines import search as search_module
+
+    queries, db = proteins
+    q_codes, t_codes = [q.codes for q in queries], [t.codes for t in db]
+    whole = score_database(q_codes, t_codes, PROTEIN)
+    monkeypatch.setattr(search_module, "CELLS_PER_CALL", 1)  # one batch per kernel call
+    reports = []
+    pieces = score_database(q_codes, t_codes, PROTEIN, on_progress=lambda r, c: reports.append((r, c)))
+    assert (pieces == whole).all()
+    assert len(reports) == -(-len(db) // search_kernels.LANES)
+    residues = sum(len(t) for t in db)
+    assert sum(r for r, _ in reports) == residues
+    assert sum(c for _, c in reports) == residues * sum(len(q) for q in queries)
+
+
 def test_top_k_equals_brute_force_with_forced_ties(proteins):
     queries, db = proteins
     # Duplicates under other names force score ties that only the target order can break.

@@ -160,12 +160,12 @@ def run(args: argparse.Namespace) -> int:
 
     stats = RunStats("search", engine="cpu", device=describe_device("cpu"), threads=threads)
     with Progress(sum(lengths[start:stop]), "search") as progress:
-        def chunk_done(chunk_residues: int, cells: int) -> None:
-            progress.advance(chunk_residues)
+        def advanced(database_residues: int, cells: int) -> None:
+            progress.advance(database_residues)
             stats.cells += cells
 
         result = search(queries, records(), scheme, residues, len(names), args.top, strands,
-                        args.chunk_residues, on_chunk_done=chunk_done)
+                        args.chunk_residues, on_progress=advanced)
     stats.finish()
     log.info("%d hits of %d queries in %d database sequences (%.2f GCUPS over %d threads)",
              len(result.hits), len(queries), stop - start, stats.gcups, threads)

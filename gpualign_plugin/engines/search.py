@@ -38,10 +38,12 @@ from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_
 
 DEFAULT_TOP = 10
 DEFAULT_CHUNK_RESIDUES = 20_000_000
+CELLS_PER_CALL = 10**10
+"""Cells per call of the score kernel: the granularity of progress reports."""
 
 
-def score_database(queries: list[np.ndarray], targets: list[np.ndarray],
-                   scheme: ScoringScheme) -> np.ndarray:
+def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme: ScoringScheme,
+                   on_progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Best local (Smith-Waterman-Gotoh) score of every query against every target.
 
     This is the score pass of ``gpualign search`` and what ``gpualign bench``
@@ -55,6 +57,9 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray],
         reverse complement as its own query for the minus strand).
     scheme : ScoringScheme
         Substitution matrix and gap costs (a gap of ``k`` costs ``open + k*extend``).
+    on_progress : callable, optional
+        Called with ``(target residues, cells)`` each time a group of batches is
+        done (about :data:`CELLS_PER_CALL` cells, a few seconds of work).
 
     Returns
     -------
@@ -78,15 +83,27 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray],
     query_offsets = np.zeros(len(queries) + 1, dtype=np.int64)
     np.cumsum([len(q) for q in queries], out=query_offsets[1:])
     packed = np.concatenate([np.ascontiguousarray(q, dtype=np.uint8) for q in queries])
-    lanes = kernels.score_batches(packed, query_offsets,
-                                  kernels.extend_matrix(scheme.matrix, np.int16),
-                                  kernels.extend_matrix(scheme.matrix, np.int32),
-                                  scheme.gap_open + scheme.gap_extend, scheme.gap_extend,
-                                  codes, offsets, widths, numba.get_num_threads(),
-                                  kernels.fits_int16(scheme.matrix, scheme.gap_open,
-                                                     scheme.gap_extend))
-    used = lane_target >= 0
-    result[:, lane_target[used]] = lanes[:, used]
+    matrix16 = kernels.extend_matrix(scheme.matrix, np.int16)
+    matrix32 = kernels.extend_matrix(scheme.matrix, np.int32)
+    use16 = kernels.fits_int16(scheme.matrix, scheme.gap_open, scheme.gap_extend)
+    lengths = np.array([len(t) for t in targets] + [0], dtype=np.int64)  # [-1]: empty lane
+    query_residues = int(query_offsets[-1])
+    per_call = max(1, CELLS_PER_CALL // max(1, query_residues))  # padded target residues
+    start = 0
+    while start < len(widths):
+        stop = start + 1 + int(np.searchsorted(np.cumsum(widths[start + 1:] * kernels.LANES),
+                                               per_call - widths[start] * kernels.LANES))
+        lanes = kernels.score_batches(packed, query_offsets, matrix16, matrix32,
+                                      scheme.gap_open + scheme.gap_extend, scheme.gap_extend, codes,
+                                      offsets[start:stop], widths[start:stop],
+                                      numba.get_num_threads(), use16)
+        slots = lane_target[start * kernels.LANES:stop * kernels.LANES]
+        used = slots >= 0
+        result[:, slots[used]] = lanes[:, used]
+        if on_progress is not None:
+            residues = int(lengths[slots].sum())
+            on_progress(residues, residues * query_residues)
+        start = stop
     return result
 
 
@@ -200,7 +217,7 @@ def _top_candidates(scores: np.ndarray, target_index: np.ndarray, n_strands: int
 def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], scheme: ScoringScheme,
            database_residues: int, database_sequences: int, top: int = DEFAULT_TOP,
            strands: str = "plus", chunk_residues: int = DEFAULT_CHUNK_RESIDUES,
-           on_chunk_done: Callable[[int, int], None] | None = None) -> SearchResult:
+           on_progress: Callable[[int, int], None] | None = None) -> SearchResult:
     """Top-``top`` local hits of each query in a database streamed in bounded chunks.
 
     Parameters
@@ -221,8 +238,9 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
     chunk_residues : int
         Database residues scored per chunk (memory is about a few bytes per
         residue of the chunk plus 4 bytes per (query, strand, target) score).
-    on_chunk_done : callable, optional
-        Called with ``(residues, cells)`` of each finished chunk (progress, statistics).
+    on_progress : callable, optional
+        Called with ``(database residues, cells)`` as the score pass advances
+        (every few seconds of work; for progress bars and statistics).
 
     Returns
     -------
@@ -241,11 +259,10 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
     kept = [(np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64))
             for _ in queries]
     kept_targets: dict[int, Sequence] = {}
-    query_residues = sum(len(q) for q in oriented)
     for chunk in _chunks(database, chunk_residues):
         indices = np.array([index for index, _ in chunk], dtype=np.int64)
         lengths = np.array([len(record) for _, record in chunk], dtype=np.int64)
-        scores = score_database(oriented, [record.codes for _, record in chunk], scheme)
+        scores = score_database(oriented, [record.codes for _, record in chunk], scheme, on_progress)
         by_index = {index: record for index, record in chunk}
         for q in range(len(queries)):
             block = scores[q * n_strands:(q + 1) * n_strands]
@@ -261,8 +278,6 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
                     kept_targets[index] = by_index[index]
         live = {int(i) for _, index, _ in kept for i in index}
         kept_targets = {i: s for i, s in kept_targets.items() if i in live}
-        if on_chunk_done is not None:
-            on_chunk_done(int(lengths.sum()), int(lengths.sum()) * query_residues)
     hits = []
     for q, query in enumerate(queries):
         for score, index, strand in zip(*(array.tolist() for array in kept[q])):
