@@ -396,6 +396,41 @@ def test_missing_input_names_the_file(tmp_path):
     assert "resources/genomes/strainB.fa" in output and "genomes[2].fasta" in output
 
 
+def test_best_hit_triplets_are_aligned(tmp_path):
+    project = copy_project(tmp_path / "best_hits")
+    with open(os.path.join(project, "config", "config.yaml"), "w") as handle:
+        handle.write("""backend: cpu
+threads: 1
+genomes:
+  - {name: lambda, fasta: resources/genomes/lambda.fa, role: reference}
+analyses: {pairwise: false, syntenic: false, search: false, three_way: true}
+three_way:
+  best_hits:
+    queries: resources/triplets/queries.fa
+    sets: [resources/triplets/setB.fa, resources/triplets/setC.fa]
+  batches: 2
+  scoring: {matrix: BLOSUM62, gap_open: 11, gap_extend: 1}
+""")
+    snakemake(project, "--cores", "2")
+    results = os.path.join(project, "results", "three_way")
+    firsts = []
+    for number in (1, 2):
+        best = {}
+        for line in open(os.path.join(results, "best_hits", f"set{number}.tsv")):
+            fields = line.split("\t")
+            best.setdefault(fields[0], fields[1])
+        firsts.append(best)
+    triplets = [line.rstrip("\n").split("\t") for line in open(os.path.join(results, "triplets.tsv"))]
+    queries = [line[1:].split()[0] for line in open(
+        os.path.join(project, "resources", "triplets", "queries.fa")) if line.startswith(">")]
+    assert [t[0] for t in triplets] == [f"query.{q}" for q in queries if q in firsts[0] and q in firsts[1]]
+    for query, first, second in triplets:
+        name = query[len("query."):]
+        assert first == f"set1.{firsts[0][name]}" and second == f"set2.{firsts[1][name]}"
+    maf = open(os.path.join(results, "all.maf")).read()
+    assert maf.count("\na score=") == len(triplets)
+
+
 # ---------------------------------------------------------------------------------------
 # The workflow's own subcommands.
 

@@ -81,7 +81,7 @@ wildcard_constraints:
     genome="[A-Za-z0-9][A-Za-z0-9_-]*",
     shard="[0-9]+",
     batch="[0-9]+",
-    setname="[A-Za-z0-9_-]+",
+    set="[12]",
 
 
 def genome_fasta(name):
@@ -109,6 +109,29 @@ def pairwise_shards(genome):
     return sorted(glob_wildcards(os.path.join(directory, "{shard}.fa")).shard)
 
 
+def triplet_list():
+    """The triplet list: the config's explicit one, or the one made from best hits."""
+    explicit = config["three_way"].get("explicit")
+    return explicit["triplets"] if explicit else "results/three_way/triplets.tsv"
+
+
+def triplet_sequences():
+    """FASTA files the triplets' records come from."""
+    explicit = config["three_way"].get("explicit")
+    if explicit:
+        return [explicit["sequences"]]
+    best_hits = config["three_way"].get("best_hits", {})
+    return [best_hits.get("queries", [])] + best_hits.get("sets", [])
+
+
+def triplet_fasta_options(sequences):
+    """``align3 --fasta`` arguments for ``sequences`` (named query/set1/set2 for best hits)."""
+    files = [shlex.quote(path) for path in sequences]
+    if "explicit" in config["three_way"]:
+        return " ".join(files)
+    return " ".join(f"{name}={path}" for name, path in zip(("query", "set1", "set2"), files))
+
+
 def triplet_batches():
     """Batch numbers the split of the triplet list produced."""
     directory = checkpoints.split_triplets.get().output[0]
@@ -129,8 +152,9 @@ def alignment_stats(wildcards):
         stats += expand("results/stats/search/{shard}.json",
                         shard=shard_names(config["search"]["shards"]))
     if analyses["three_way"]:
-        stats += expand("results/stats/three_way/{batch}.json",
-                        batch=triplet_batches())
+        stats += expand("results/stats/three_way/{batch}.json", batch=triplet_batches())
+        if "best_hits" in config["three_way"]:
+            stats += expand("results/stats/best_hits/set{set}.json", set=["1", "2"])
     return stats
 
 

@@ -1,11 +1,58 @@
 # Optimal three-sequence alignments of the triplets, in batches; one MAF with every block
-# and one aligned FASTA per triplet.
+# and one aligned FASTA per triplet. The triplets are listed in the config (explicit) or
+# made from each query's best hit in two protein sets (best_hits).
 # `gpualign align3` runs on the CPU, so its jobs ask for no GPU.
+
+
+rule best_hits:
+    input:
+        queries=config["three_way"].get("best_hits", {}).get("queries", []),
+        proteins=lambda wildcards: config["three_way"]["best_hits"]["sets"][int(wildcards.set) - 1],
+    output:
+        hits="results/three_way/best_hits/set{set}.tsv",
+        stats="results/stats/best_hits/set{set}.json",
+    params:
+        gpualign=GPUALIGN,
+        scoring=scoring_options("three_way"),
+    log:
+        "logs/best_hits/set{set}.log",
+    benchmark:
+        "benchmarks/best_hits/set{set}.tsv"
+    threads: config["threads"]
+    resources:
+        mem_mb=config["mem_mb"],
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpualign} search --query {input.queries:q} --db {input.proteins:q} --top 1 "
+        "--out-blast {output.hits:q} {params.scoring} --threads {threads} "
+        "--stats {output.stats:q} 2> {log:q}"
+
+
+rule make_triplets:
+    input:
+        hits=expand("results/three_way/best_hits/set{set}.tsv", set=["1", "2"]),
+    output:
+        triplets="results/three_way/triplets.tsv",
+    params:
+        gpualign=GPUALIGN,
+    log:
+        "logs/make_triplets.log",
+    benchmark:
+        "benchmarks/make_triplets.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpualign} triplets --hits {input.hits:q} --names query set1 set2 "
+        "--out {output.triplets:q} 2> {log:q}"
 
 
 checkpoint split_triplets:
     input:
-        triplets=config.get("three_way", {}).get("explicit", {}).get("triplets", []),
+        triplets=triplet_list(),
     output:
         directory("results/three_way/batches"),
     params:
@@ -27,7 +74,7 @@ checkpoint split_triplets:
 
 rule three_way_batch:
     input:
-        sequences=config.get("three_way", {}).get("explicit", {}).get("sequences", []),
+        sequences=triplet_sequences(),
         triplets="results/three_way/batches/{batch}.tsv",
     output:
         maf=temp("results/three_way/parts/{batch}.maf"),
@@ -35,6 +82,7 @@ rule three_way_batch:
         stats="results/stats/three_way/{batch}.json",
     params:
         gpualign=GPUALIGN,
+        fasta=lambda wildcards, input: triplet_fasta_options(input.sequences),
         scoring=scoring_options("three_way"),
     log:
         "logs/three_way/{batch}.log",
@@ -46,7 +94,7 @@ rule three_way_batch:
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpualign} align3 --fasta {input.sequences:q} --triplets {input.triplets:q} "
+        "{params.gpualign} align3 --fasta {params.fasta} --triplets {input.triplets:q} "
         "--maf {output.maf:q} --fasta-dir {output.fasta:q} {params.scoring} "
         "--threads {threads} --stats {output.stats:q} 2> {log:q}"
 
