@@ -276,8 +276,8 @@ def test_bad_arguments_are_refused():
 
 def test_tie_break_rule_on_a_hand_worked_example():
     # Query AA vs target AAA, global, match 2 / mismatch -3, open 5 / extend 2: the score
-    # is 4 - 7 = -3 whichever target A is skipped; deletion before diagonal is never taken
-    # while the diagonal ties, so the gap sits at the start of the path (latest in traceback).
+    # is 4 - 7 = -3 whichever target A is skipped. The traceback prefers the diagonal at
+    # (2, 3) and (1, 2), so the deletion is taken last: at the start of the alignment.
     scheme = ScoringScheme.dna()
     q = scheme.alphabet.encode("AA")
     t = scheme.alphabet.encode("AAA")
