@@ -328,7 +328,8 @@ def small_runs(tmp_path_factory):
 
 def test_sharding_does_not_change_the_answer(small_runs):
     one, three = (os.path.join(small_runs[n], "results", "pairwise") for n in (1, 3))
-    assert len(os.listdir(os.path.join(small_runs[3], "results", "split", "smallq"))) == 3
+    parts = os.listdir(os.path.join(small_runs[3], "results", "split", "smallq"))
+    assert sorted(name for name in parts if not name.startswith(".")) == ["000.fa", "001.fa", "002.fa"]
     assert bam_records(os.path.join(one, "smallq.bam")) == bam_records(os.path.join(three, "smallq.bam"))
     assert open(os.path.join(one, "smallq.paf")).read() == open(os.path.join(three, "smallq.paf")).read()
 
