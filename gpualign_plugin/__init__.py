@@ -24,8 +24,12 @@ from gpualign_plugin.engines.search import Hit, SearchResult, score_database, se
 from gpualign_plugin.io.blasttab import write_blast_tab
 from gpualign_plugin.engines.pairwise import (PairAlignment, PairScore, align_batch, align_pair,
                                               align_sequences, score_batch, score_pair)
+from gpualign_plugin.engines.genome_compare import Difference, GenomeComparison, compare_genomes
+from gpualign_plugin.simulate import PlantedEvent, SimulationParameters, simulate_genome
 
 __all__ = [
+    "Difference", "GenomeComparison", "PlantedEvent", "SimulationParameters", "compare_genomes",
+    "simulate_genome",
     "PairAlignment", "PairScore", "align_batch", "align_pair", "align_sequences", "score_batch",
     "score_pair",
     "Hit", "SearchResult", "score_database", "search", "write_blast_tab",

@@ -28,6 +28,8 @@ SUBCOMMANDS = (
     "align3",
     "fold",
     "syntenic",
+    "genome_summary",
+    "triplets",
 )
 
 EPILOG = """examples:
