@@ -20,6 +20,10 @@ SCHEME = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
 """The issue's benchmark scoring: match 1, mismatch -3, gap open 3, extend 2."""
 
 
+VARIANTS = ((16, True), (8, True), (4, True), (2, True), (16, False))
+"""Scoring variants timed: (rows per lane, DPX instructions on)."""
+
+
 def _median_seconds(function, repeat: int):
     function()  # warm-up: compilation and module loading stay out of the numbers
     times, result = [], None
@@ -66,14 +70,13 @@ def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int
 
     for m, n in sizes:
         query, target = related_pair(m, n, 0.02, 1)
-        for dpx in (True, False):
+        for lane_rows, dpx in VARIANTS:
             capability = None if dpx else (8, 0)
-            for lane_rows in (8, 4, 2):
-                seconds, result = _median_seconds(
-                    lambda: pairwise._score(query, target, SCHEME, "local", device, lane_rows, capability),
-                    repeat)
-                add(f"score R={lane_rows} {'DPX' if dpx else 'no DPX'}", (m, n), seconds,
-                    f"score {result.score} end ({result.query_end},{result.target_end})")
+            seconds, result = _median_seconds(
+                lambda: pairwise._score(query, target, SCHEME, "local", device, lane_rows, capability),
+                repeat)
+            add(f"score R={lane_rows} {'DPX' if dpx else 'no DPX'}", (m, n), seconds,
+                f"score {result.score} end ({result.query_end},{result.target_end})")
         profile: dict = {}
         seconds, result = _median_seconds(
             lambda: pairwise._align(query, target, SCHEME, "local", device, None, None, profile), repeat)

@@ -51,29 +51,26 @@ def compile_options(compute_capability: tuple) -> tuple:
     return ("-std=c++17", f"-DGPUALIGN_DPX={dpx}")
 
 
-STRIPED_VARIANTS = tuple(f"striped_sweep<{r},{local},{dirs}>"
-                         for r in (2, 4, 8, 16) for local in ("true", "false") for dirs in ("true", "false"))
-"""Template instances of the striped sweep: rows per lane x local x direction bytes."""
-
-
 @functools.lru_cache(maxsize=None)
-def _module(source: str, compute_capability: tuple, names: tuple):
+def _module(source: str, compute_capability: tuple, name: str):
     import cupy
 
     return cupy.RawModule(code=_source(source), options=compile_options(compute_capability),
-                          name_expressions=names)
+                          name_expressions=(name,))
 
 
-def get_kernel(device: int, source: str, name: str, names: tuple, compute_capability: tuple | None = None):
-    """The compiled kernel ``name`` of ``gpu/source`` for ``device`` (compiled once per process).
+def get_kernel(device: int, source: str, name: str, compute_capability: tuple | None = None):
+    """The compiled kernel ``name`` (a template instance) of ``gpu/source`` for ``device``.
 
+    Each instance is compiled on first use, once per process (and found in CuPy's
+    disk cache after that), so a run pays only for the variants it launches.
     ``compute_capability`` overrides the device's for the choice of options (the
     benchmarks build the non-DPX variant on a Hopper GPU this way).
     """
     from gpualign_plugin.gpu.runtime import probe
 
     capability = compute_capability or probe(device).compute_capability
-    return _module(source, tuple(capability), names).get_function(name)
+    return _module(source, tuple(capability), name).get_function(name)
 
 
 def resident_blocks(kernel, threads: int, shared_bytes: int, device: int) -> int:

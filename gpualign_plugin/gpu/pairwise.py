@@ -51,27 +51,31 @@ DEFAULT_CHECKPOINT_EVERY = 4096
 CHUNK_WINDOW = 8
 """Chunks re-solved at once in the traceback: a square of this side, up and left of the path."""
 WARPS_PER_BLOCK = 4
+RING_BYTES = 64 + 64 * 8
+"""Shared memory per warp besides its query profile: the target-letter ring and the output ring."""
+SWEEP_SCORE, SWEEP_CHECKPOINTS, SWEEP_DIRECTIONS = 0, 1, 2
+"""What a sweep writes (the ``KIND`` template argument of ``striped_sweep`` in striped.cu)."""
 _SOURCE = "striped.cu"
 
 
-STRIPS_PER_SM = 5
-"""Rows per lane are chosen so that there are at least this many strips per multiprocessor."""
+MIN_STRIPS_PER_SM = {16: 8.0, 8: 2.5, 4: 2.5}
+"""Fewest strips per multiprocessor at which each rows-per-lane setting pays (measured on an H200)."""
 
 
 def _rows_per_lane(height: int, multiprocessors: int, multiple_of: int = 0) -> int:
     """Rows per lane ``R`` (16, 8, 4 or 2) for a rectangle of ``height`` rows.
 
     Larger ``R`` spends fewer instructions per cell on hand-over and a shorter
-    pipeline fill (strip ``k`` starts about 62 steps after strip ``k-1``), but gives
+    pipeline fill (strip ``k`` starts about 64 steps after strip ``k-1``), but gives
     fewer strips (warps) to keep the multiprocessors busy: take the largest ``R``
-    that still gives :data:`STRIPS_PER_SM` strips per multiprocessor (measured on an
-    H200, docs/GPU.md). With ``multiple_of`` (a checkpoint interval) the strip height
-    ``32 * R`` must divide it.
+    that gives at least :data:`MIN_STRIPS_PER_SM` strips per multiprocessor
+    (docs/GPU.md has the measurements). With ``multiple_of`` (a checkpoint
+    interval) the strip height ``32 * R`` must divide it.
     """
     for rows in (16, 8, 4, 2):
         if multiple_of and multiple_of % (32 * rows):
             continue
-        if -(-height // (32 * rows)) >= STRIPS_PER_SM * multiprocessors or rows == 2:
+        if rows == 2 or -(-height // (32 * rows)) >= MIN_STRIPS_PER_SM[rows] * multiprocessors:
             return rows
     raise InputError(f"checkpoint interval {multiple_of} must be a multiple of 64 rows")
 
@@ -99,16 +103,16 @@ class _Sweep:
         self.compute_capability = compute_capability
         self.multiprocessors = probe(device).multiprocessors
 
-    def kernel(self, rows: int, dirs: bool):
-        name = f"striped_sweep<{rows},{'true' if self.local else 'false'},{'true' if dirs else 'false'}>"
-        return name, kernels.get_kernel(self.device, _SOURCE, name, kernels.STRIPED_VARIANTS,
-                                        self.compute_capability)
+    def kernel(self, rows: int, kind: int):
+        """``(name, kernel)`` of the sweep with ``rows`` per lane; ``kind`` is one of ``SWEEP_*``."""
+        name = f"striped_sweep<{rows},{'true' if self.local else 'false'},{kind}>"
+        return name, kernels.get_kernel(self.device, _SOURCE, name, self.compute_capability)
 
     def warps(self) -> int:
         """Warps resident on the device at once (the persistent grid), measured on the R=8 kernel."""
         if self.resident_warps is None:
-            _name, kernel = self.kernel(8, False)
-            shared = WARPS_PER_BLOCK * (self.alpha * 256 + 64)
+            _name, kernel = self.kernel(8, SWEEP_SCORE)
+            shared = WARPS_PER_BLOCK * (self.alpha * 256 + RING_BYTES)
             self.resident_warps = WARPS_PER_BLOCK * kernels.resident_blocks(
                 kernel, 32 * WARPS_PER_BLOCK, shared, self.device)
         return self.resident_warps
@@ -152,8 +156,9 @@ class _Sweep:
         best = cp.empty(3 * strips, dtype=cp.int32) if track_best else None
         last = cp.empty(width + 1, dtype=cp.int32) if last_row else None
         dir_bytes = cp.empty(strips * (width + 31) * strip, dtype=cp.uint8) if dirs else None
-        name, kernel = self.kernel(rows, dirs)
-        shared = WARPS_PER_BLOCK * (self.alpha * strip + 64)
+        kind = SWEEP_DIRECTIONS if dirs else (SWEEP_CHECKPOINTS if row_ckpt is not None else SWEEP_SCORE)
+        name, kernel = self.kernel(rows, kind)
+        shared = WARPS_PER_BLOCK * (self.alpha * strip + RING_BYTES)
         grid = max(1, min(-(-strips // WARPS_PER_BLOCK), self.warps() // WARPS_PER_BLOCK))
         null = np.uint64(0)
         i32 = np.int32
@@ -328,7 +333,8 @@ def _align(query_codes, target_codes, scheme, mode, device, memory_budget, check
         sweep = _Sweep(query, target, scheme, mode, device)
         rows = _rows_per_lane(m, sweep.multiprocessors, multiple_of=every)
         row_ckpt = cupy.empty(((m - 1) // every, n + 1, 2), dtype=cupy.int32)
-        col_ckpt = cupy.empty(((n - 1) // every, m + 1, 2), dtype=cupy.int32)
+        # Rows padded to whole strips: the sweep saves every row of a strip unconditionally.
+        col_ckpt = cupy.empty(((n - 1) // every, -(-m // (32 * rows)) * 32 * rows + 1, 2), dtype=cupy.int32)
         if row_ckpt.shape[0]:
             row_ckpt[:, 0, 0] = cupy.asarray(sweep.column0(every * np.arange(1, row_ckpt.shape[0] + 1)))
             row_ckpt[:, 0, 1] = NEG_INF

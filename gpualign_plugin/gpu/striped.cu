@@ -81,7 +81,7 @@ struct SweepArgs {
     int num_strips;
     int2* row_ckpt;               // (H, F) at rows q * row_every, q = 1..num_row_ckpt, columns 0..width
     int row_every, num_row_ckpt;
-    int2* col_ckpt;               // (H, E) at columns p * col_every, p = 1..num_col_ckpt, rows 0..height
+    int2* col_ckpt;               // (H, E) at columns p * col_every, p = 1..num_col_ckpt, rows 0..num_strips*S
     int col_every, num_col_ckpt;
     int* last_row_h;              // H(last_row, j) for j = 1..width (index j), or null
     int last_row;
@@ -89,11 +89,20 @@ struct SweepArgs {
     unsigned char* dirs;          // direction bytes, layout [strip][step][lane][R], or null
 };
 
-template <int R, bool LOCAL, bool DIRS>
+// What a sweep produces besides the scores it hands on.
+#define SWEEP_SCORE 0        // the end cell: per-strip best cells (local) or the last row
+#define SWEEP_CHECKPOINTS 1  // the same, plus row and column checkpoints (alignment, phase 1)
+#define SWEEP_DIRECTIONS 2   // direction bytes of every cell (re-solving a chunk, phase 3)
+
+template <int R, bool LOCAL, int KIND>
 __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed char* prof,
-                                            unsigned char* ring) {
+                                            unsigned char* ring, int2* out_ring) {
     constexpr int S = 32 * R;
     constexpr int WORDS = (R + 3) / 4;
+    constexpr bool DIRS = KIND == SWEEP_DIRECTIONS;
+    constexpr bool TRACK = LOCAL && KIND != SWEEP_DIRECTIONS;
+    constexpr bool LAST = !LOCAL && KIND != SWEEP_DIRECTIONS;
+    constexpr int UNROLL = R >= 16 ? 1 : 2;  // two steps at a time, where registers allow
     const int lane = threadIdx.x & 31;
     const int width = a.width;
     const int batches = (width + 31) >> 5;
@@ -119,15 +128,17 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     int diag = ((row0 == 0) ? a.top_h[0] : a.left_h[row0 - 1]) - oe;
     int hb = 0, fb = 0;               // this lane's bottom row (HO, F) at its current column
     int batch_h = 0, batch_f = 0;     // lane 0's input batch, one column per lane
-    int keep_h = 0, keep_f = 0;       // output batch being collected, one column per lane
     int best_v = 0, best_i = 0x7fffffff, best_j = 0;
-    int next_ck = (a.col_ckpt != nullptr && a.col_every > 0) ? a.col_every : 0x7fffffff;
-    const bool track = LOCAL && a.best != nullptr;
-    int last_r = a.last_row_h != nullptr ? a.last_row - 1 - row0 : -1;
+    // Column checkpoints: the next column to save, the last one, and where this lane's rows go.
+    const int last_ck = a.col_every * a.num_col_ckpt;
+    int next_ck = KIND == SWEEP_CHECKPOINTS && a.num_col_ckpt > 0 ? a.col_every : 0x7fffffff;
+    int2* col_ckpt_out = KIND == SWEEP_CHECKPOINTS ? a.col_ckpt + row0 + 1 : nullptr;
+    const int last_r = LAST && a.last_row_h != nullptr ? a.last_row - 1 - row0 : -1;
     const bool owns_last = last_r >= 0 && last_r < R;
+    const int real_rows = min(R, max(0, a.height - row0));  // rows of this lane inside the rectangle
     const bool hand_over = k + 1 < a.num_strips;
-    const bool write_row_ckpt = a.row_ckpt != nullptr && hand_over && ((k + 1) * S) % a.row_every == 0
-                                && ((k + 1) * S) / a.row_every <= a.num_row_ckpt;
+    const bool write_row_ckpt = KIND == SWEEP_CHECKPOINTS && a.row_ckpt != nullptr && hand_over &&
+                                ((k + 1) * S) % a.row_every == 0 && ((k + 1) * S) / a.row_every <= a.num_row_ckpt;
     int2* row_ckpt_out = write_row_ckpt ? a.row_ckpt + (size_t)(((k + 1) * S) / a.row_every - 1) * (width + 1)
                                         : nullptr;
     const int2* slot_in = a.slots + (size_t)((k + 1) & 1) * width;
@@ -137,36 +148,55 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     const size_t steps = (size_t)width + 31;
     unsigned char* dir_base = DIRS ? a.dirs + (size_t)k * steps * S + lane * R : nullptr;
 
-    // One step of the skewed wavefront: lane t computes column s - t + 1 for its R rows.
-    // BOUNDS is false in the middle steps, where every lane's column exists.
-    auto step = [&](const int s, auto bounds) {
-        const int j = s - lane + 1;  // this lane's column (1-based)
-        // Every 32 steps: the next 32 target letters into the warp's 64-letter ring (lane t reads
-        // column s - t + 1, at most 31 behind lane 0), and lane 0's input row above the strip.
-        if ((s & 31) == 0 && s < width) {
-            const int c = s >> 5;
-            const int col = s + lane + 1;
-            if (col <= width) ring[(col - 1) & 63] = a.target[col - 1];
+    // At step s0 (a multiple of 32): the next 32 target letters into the warp's 64-letter ring
+    // (lane t reads column s - t + 1, at most 31 behind lane 0), and lane 0's input, the row above
+    // the strip, one column per lane: from the boundary row, or from the strip above once its
+    // ready flag says the batch is there.
+    auto fetch = [&](const int s0) {
+        const int c = s0 >> 5;
+        const int col = s0 + lane + 1;
+        if (col <= width) ring[(col - 1) & 63] = a.target[col - 1];
+        __syncwarp();
+        if (k == 0) {
+            if (col <= width) {
+                batch_h = a.top_h[col];
+                batch_f = a.top_f[col];
+            }
+        } else {
+            if (lane == 0) {
+                while (load_relaxed(flag_in + c) != k - 1) {
+                }
+                fence_acquire();
+            }
             __syncwarp();
-            if (k == 0) {
-                if (col <= width) {
-                    batch_h = a.top_h[col];
-                    batch_f = a.top_f[col];
-                }
-            } else {
-                if (lane == 0) {
-                    while (load_relaxed(flag_in + c) != k - 1) {
-                    }
-                    fence_acquire();
-                }
-                __syncwarp();
-                if (col <= width) {
-                    int2 v = __ldcg(slot_in + col - 1);
-                    batch_h = v.x;
-                    batch_f = v.y;
-                }
+            if (col <= width) {
+                const int2 v = __ldcg(slot_in + col - 1);
+                batch_h = v.x;
+                batch_f = v.y;
             }
         }
+    };
+
+    // Output batch c (columns 32c+1 .. 32c+32), collected by lane 31 in out_ring: one coalesced
+    // store to the hand-over row (and the row checkpoint), then the ready flag.
+    auto publish = [&](const int c) {
+        __syncwarp();
+        const int col = 32 * c + lane + 1;
+        if (col <= width) {
+            int2 v = out_ring[(col - 1) & 63];
+            v.x += oe;
+            slot_out[col - 1] = v;
+            if (row_ckpt_out != nullptr) row_ckpt_out[col] = v;
+        }
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) store_release(flag_out + c, k);
+    };
+
+    // One step of the skewed wavefront: lane t computes column s - t + 1 for its R rows.
+    // BOUNDS is false in the middle batches, where every lane's column exists.
+    auto step = [&](const int s, auto bounds) {
+        const int j = s - lane + 1;  // this lane's column (1-based)
         int up_h = __shfl_up_sync(FULL_MASK, hb, 1);
         int up_f = __shfl_up_sync(FULL_MASK, fb, 1);
         const int from_batch_h = __shfl_sync(FULL_MASK, batch_h, s & 31);
@@ -203,71 +233,74 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             diag = up_h;
             hb = hu;
             fb = fu;
-            if (DIRS) store_dirs<R>(dir_base + (size_t)s * S, dw);
-            if (track) {
-                int col_max = HO[0];
+            if (hand_over && lane == 31) out_ring[(j - 1) & 63] = make_int2(hb, fb);
+            if constexpr (DIRS) store_dirs<R>(dir_base + (size_t)s * S, dw);
+            if constexpr (TRACK) {
+                // Best cell of the lane: this column's maximum, at its first row, when it beats
+                // (score desc, row asc) the best so far. Rows past the rectangle (padding of the
+                // last strip) are left out of the maximum where the lane holds any.
+                int cm = HO[0];
 #pragma unroll
-                for (int r = 1; r < R; ++r) col_max = max(col_max, HO[r]);
-                col_max += oe;
-                if (col_max > 0 && col_max >= best_v) {
+                for (int r = 1; r < R; ++r) cm = max(cm, HO[r]);
+                if (cm + oe > 0 && cm + oe >= best_v && real_rows > 0) {
+                    if (real_rows < R) {
+                        cm = HO[0];
 #pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        const int i = row0 + r + 1;
-                        const int h = HO[r] + oe;
-                        if (i <= a.height && (h > best_v || (h == best_v && i < best_i))) {
-                            best_v = h;
-                            best_i = i;
-                            best_j = j;
-                        }
+                        for (int r = 1; r < R; ++r) cm = r < real_rows ? max(cm, HO[r]) : cm;
+                    }
+                    int first = R - 1;
+#pragma unroll
+                    for (int r = R - 2; r >= 0; --r) first = HO[r] == cm ? r : first;
+                    const int i = row0 + first + 1;
+                    if (cm + oe > best_v || (cm + oe == best_v && i < best_i)) {
+                        best_v = cm + oe;
+                        best_i = i;
+                        best_j = j;
                     }
                 }
             }
-            if (owns_last) {
-                int v = HO[0];
+            if constexpr (LAST) {
+                if (owns_last) {
+                    int v = HO[0];
 #pragma unroll
-                for (int r = 1; r < R; ++r)
-                    if (r == last_r) v = HO[r];
-                a.last_row_h[j] = v + oe;
+                    for (int r = 1; r < R; ++r)
+                        if (r == last_r) v = HO[r];
+                    a.last_row_h[j] = v + oe;
+                }
             }
-            if (j == next_ck) {
-                int2* out = a.col_ckpt + (size_t)(j / a.col_every - 1) * (a.height + 1);
-                if (j / a.col_every <= a.num_col_ckpt) {
+            if constexpr (KIND == SWEEP_CHECKPOINTS) {
+                if (j == next_ck) {
 #pragma unroll
-                    for (int r = 0; r < R; ++r)
-                        if (row0 + r + 1 <= a.height) out[row0 + r + 1] = make_int2(HO[r] + oe, E[r]);
+                    for (int r = 0; r < R; ++r) col_ckpt_out[r] = make_int2(HO[r] + oe, E[r]);
+                    col_ckpt_out += a.num_strips * S + 1;
+                    next_ck = next_ck + a.col_every <= last_ck ? next_ck + a.col_every : 0x7fffffff;
                 }
-                next_ck += a.col_every;
-            }
-        }
-        // Collect lane 31's bottom row and publish it 32 columns at a time.
-        if (hand_over && s >= 31) {
-            const int out_j = s - 30;
-            const int out_h = __shfl_sync(FULL_MASK, hb, 31);
-            const int out_f = __shfl_sync(FULL_MASK, fb, 31);
-            if (lane == ((out_j - 1) & 31)) {
-                keep_h = out_h + oe;
-                keep_f = out_f;
-            }
-            if (((out_j - 1) & 31) == 31 || out_j == width) {
-                const int col = ((out_j - 1) & ~31) + lane + 1;
-                if (col <= width) {
-                    slot_out[col - 1] = make_int2(keep_h, keep_f);
-                    if (row_ckpt_out != nullptr) row_ckpt_out[col] = make_int2(keep_h, keep_f);
-                }
-                __threadfence();
-                __syncwarp();
-                if (lane == 0) store_release(flag_out + ((out_j - 1) >> 5), k);
             }
         }
     };
-    const int ramp = min(31, width);
-    int s = 0;
-    for (; s < ramp; ++s) step(s, Flag<true>{});
-#pragma unroll 2
-    for (; s < width; ++s) step(s, Flag<false>{});
-    for (; s < width + 31; ++s) step(s, Flag<true>{});
 
-    if (track) {
+    // Batches of 32 steps. Output batch c is complete after step 32c + 62 and is published at the
+    // start of batch c + 2, before lane 31 overwrites its slots of out_ring.
+    int published = 0;
+    for (int s0 = 0; s0 < width + 31; s0 += 32) {
+        if (s0 < width) fetch(s0);
+        if (hand_over && s0 >= 64) {
+            publish((s0 >> 5) - 2);
+            published = (s0 >> 5) - 1;
+        }
+        if (s0 >= 32 && s0 + 32 <= width) {
+#pragma unroll UNROLL
+            for (int u = 0; u < 32; ++u) step(s0 + u, Flag<false>{});
+        } else {
+            const int end = min(s0 + 32, width + 31);
+#pragma unroll 1
+            for (int s = s0; s < end; ++s) step(s, Flag<true>{});
+        }
+    }
+    if (hand_over)
+        for (int c = published; c < batches; ++c) publish(c);
+
+    if constexpr (TRACK) {
         // Warp reduction of (score desc, row asc, column asc).
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) {
@@ -289,8 +322,8 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
 }
 
 // Parameters in SweepArgs order (CuPy passes each argument by its own type; null pointers as 0).
-template <int R, bool LOCAL, bool DIRS>
-__global__ void __launch_bounds__(128)
+template <int R, bool LOCAL, int KIND>
+__global__ void __launch_bounds__(128, 4)
 striped_sweep(const unsigned char* query, const unsigned char* target, const int* sub, int alpha,
               int height, int width, int gap_oe, int gap_e, const int* top_h, const int* top_f,
               const int* left_h, const int* left_e, int2* slots, int* flags, int* ticket,
@@ -302,19 +335,20 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
                       slots,    flags,      ticket,       num_strips, row_ckpt,   row_every,
                       num_row_ckpt, col_ckpt, col_every,  num_col_ckpt, last_row_h, last_row,
                       best,     dirs};
-    // Dynamic shared memory: one query profile (alpha x 32R bytes) per warp, then one 64-letter
-    // target ring per warp.
+    // Dynamic shared memory: one query profile (alpha x 32R bytes) per warp, then per warp a
+    // 64-letter target ring and a 64-column ring of lane 31's bottom row (H - o - e, F).
     extern __shared__ signed char shared_profile[];
     const int warp = threadIdx.x >> 5;
     signed char* prof = shared_profile + warp * (alpha * 32 * R);
-    unsigned char* ring = reinterpret_cast<unsigned char*>(shared_profile) +
-                          (blockDim.x >> 5) * (alpha * 32 * R) + warp * 64;
+    unsigned char* rings = reinterpret_cast<unsigned char*>(shared_profile) +
+                           (blockDim.x >> 5) * (alpha * 32 * R) + warp * (64 + 64 * sizeof(int2));
+    int2* out_ring = reinterpret_cast<int2*>(rings + 64);
     const int lane = threadIdx.x & 31;
     while (true) {
         int k = 0;
         if (lane == 0) k = atomicAdd(ticket, 1);
         k = __shfl_sync(FULL_MASK, k, 0);
         if (k >= num_strips) break;
-        sweep_strip<R, LOCAL, DIRS>(a, k, prof, ring);
+        sweep_strip<R, LOCAL, KIND>(a, k, prof, rings, out_ring);
     }
 }
