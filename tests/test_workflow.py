@@ -466,3 +466,25 @@ def test_merge_alignments_refuses_mismatched_options(tmp_path):
                      "--out-paf", str(tmp_path / "out.paf"))
     assert result.returncode == 2 and "missing.paf: no such file" in result.stderr
     assert not (tmp_path / "out.paf").exists()
+
+
+def test_gpu_slot_gives_concurrent_jobs_different_devices(tmp_path):
+    script = os.path.join(REPO, "workflow", "scripts", "gpu-slot.sh")
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID")}
+    env["CUDA_VISIBLE_DEVICES"] = "4,6"
+    command = 'echo "$CUDA_VISIBLE_DEVICES"; sleep 1'
+    jobs = [subprocess.Popen(["bash", script, "2", str(tmp_path / "locks"), "bash", "-c", command],
+                             stdout=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    devices = sorted(job.communicate()[0].strip() for job in jobs)
+    assert devices == ["4", "6"]
+    # A third job waits for a free device, then takes one.
+    assert subprocess.run(["bash", script, "2", str(tmp_path / "locks"), "bash", "-c", command],
+                          capture_output=True, text=True, env=env).stdout.strip() in ("4", "6")
+    # Inside SLURM (or with one GPU) the command runs as it is.
+    env["SLURM_JOB_ID"] = "17"
+    result = subprocess.run(["bash", script, "2", str(tmp_path / "locks"), "bash", "-c", command],
+                            capture_output=True, text=True, env=env)
+    assert result.stdout.strip() == "4,6"
+    failing = subprocess.run(["bash", script, "1", str(tmp_path / "locks"), "false"], env=env)
+    assert failing.returncode == 1
