@@ -251,16 +251,20 @@ def run_cli(*args) -> int:
     return main([str(a) for a in args])
 
 
-def test_cli_shards_merge_to_the_single_job_byte_for_byte(tmp_path, fixture_paths):
+@pytest.mark.parametrize("scoring", [[], ["--gap-open", 3, "--gap-extend", 3]],
+                         ids=["published-statistics", "fitted-statistics"])
+def test_cli_shards_merge_to_the_single_job_byte_for_byte(tmp_path, fixture_paths, scoring):
+    # BLOSUM62 3/3 is in no NCBI table: lambda and K are fitted, and the shards' score
+    # histograms must add up to the single job's for the E-values to agree.
     query, db = fixture_paths
     outs = {"blast": "one.m8", "tsv": "one.tsv", "sam": "one.sam"}
-    assert run_cli("search", "-q", query, "-d", db, "--top", 4, "--chunk-residues", 3000,
+    assert run_cli("search", "-q", query, "-d", db, "--top", 4, "--chunk-residues", 3000, *scoring,
                    *[x for kind, name in outs.items() for x in (f"--out-{kind}", tmp_path / name)]) == 0
     for shard in range(3):
         assert run_cli("search", "-q", query, "-d", db, "--top", 4, "--shards", 3, "--shard", shard,
-                       "--out-hits", tmp_path / f"part{shard}.hits") == 0
+                       *scoring, "--out-hits", tmp_path / f"part{shard}.hits") == 0
     assert run_cli("merge-hits", *[tmp_path / f"part{s}.hits" for s in (2, 0, 1)], "-q", query,
-                   "-d", db, "--out-blast", tmp_path / "m.m8", "--out-tsv", tmp_path / "m.tsv",
+                   "-d", db, *scoring, "--out-blast", tmp_path / "m.m8", "--out-tsv", tmp_path / "m.tsv",
                    "--out-sam", tmp_path / "m.sam") == 0
     for one, merged in (("one.m8", "m.m8"), ("one.tsv", "m.tsv")):
         assert (tmp_path / one).read_bytes() == (tmp_path / merged).read_bytes()
@@ -269,6 +273,8 @@ def test_cli_shards_merge_to_the_single_job_byte_for_byte(tmp_path, fixture_path
         return [line for line in path.read_text().splitlines() if not line.startswith("@PG")]
 
     assert body(tmp_path / "one.sam") == body(tmp_path / "m.sam")
+    source = "maximum-likelihood fit" if scoring else "NCBI BLAST table"
+    assert source in (tmp_path / "one.tsv").read_text()
     rows = read_blast_tab(tmp_path / "one.m8")
     assert len(rows) == 16 and all(r["qstart"] <= r["qend"] and r["sstart"] <= r["send"] for r in rows)
 
