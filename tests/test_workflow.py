@@ -285,7 +285,12 @@ def test_demo_maf_has_every_triplet_and_aligned_fasta(demo):
         for row in rows:
             assert len(row[6].replace("-", "")) == int(row[3])
     fasta_dir = os.path.join(demo, "results", "three_way", "fasta")
-    assert len(os.listdir(fasta_dir)) == len(triplets)
+    files = sorted(name for name in os.listdir(fasta_dir) if not name.startswith("."))
+    assert files == sorted("_".join(triplet) + ".fasta" for triplet in triplets)
+    for name in files:
+        rows = open(os.path.join(fasta_dir, name)).read().split(">")[1:]
+        sequences = ["".join(row.splitlines()[1:]) for row in rows]
+        assert len(sequences) == 3 and len({len(s) for s in sequences}) == 1
 
 
 def test_demo_report_holds_tables_and_figures(demo):
