@@ -217,12 +217,32 @@ def fit_parameters(histogram: ScoreHistogram) -> KarlinAltschul:
     ``1/lambda = mean(x) - sum(w x)/sum(w)`` (solved by bisection: the right side
     minus the left is monotone in lambda) and ``K = count / sum(w)``.
 
+    True homologs would flatten the fitted tail, so the fit is repeated without the
+    scores the previous fit expects fewer than one pair of the whole search to
+    reach by chance (``K e^(-lambda x) sum(m n) < 1``), until that cutoff stops
+    moving (ssearch36 likewise leaves its top scores out of the fit).
+
     Raises
     ------
     InputError
-        Fewer than :data:`MIN_FIT_SCORES` positive scores.
+        Fewer than :data:`MIN_FIT_SCORES` positive scores (below the cutoff).
     """
     rows = [(s, c, a) for s, c, a in histogram.items() if s > 0]
+    total_space = sum(a for _, _, a in rows)
+    cutoff = None
+    for _ in range(50):
+        kept = [row for row in rows if cutoff is None or row[0] < cutoff]
+        lam, k, count = _fit(kept)
+        new_cutoff = math.floor(math.log(k * total_space) / lam) + 1
+        if new_cutoff == cutoff:
+            break
+        cutoff = new_cutoff
+    return KarlinAltschul(lam, k, f"maximum-likelihood fit to the {count} positive scores of this "
+                                  f"search below {cutoff}")
+
+
+def _fit(rows: list[tuple[int, int, int]]) -> tuple[float, float, int]:
+    """(lambda, K, number of pairs) of the maximum-likelihood fit to ``(score, count, m*n sum)`` rows."""
     total = sum(c for _, c, _ in rows)
     if total < MIN_FIT_SCORES:
         raise InputError(f"no published Karlin-Altschul parameters for this scoring scheme and only "
@@ -254,5 +274,4 @@ def fit_parameters(histogram: ScoreHistogram) -> KarlinAltschul:
     lw = log_weights(lam)
     top = lw.max()
     log_sum = top + math.log(float(np.exp(lw - top).sum()))
-    k = math.exp(math.log(total) - log_sum)
-    return KarlinAltschul(lam, k, f"maximum-likelihood fit to {total} positive scores of this search")
+    return lam, math.exp(math.log(total) - log_sum), total
