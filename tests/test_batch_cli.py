@@ -100,6 +100,16 @@ def test_pairs_file_and_every_format_agree_with_the_oracle(tmp_path):
     assert sorted(r["cg"] for r in read_paf(outs[2])) == sorted(row[7] for row in rows)
 
 
+def test_local_pair_without_alignment_keeps_its_tsv_line_and_is_left_out_of_paf(tmp_path):
+    (tmp_path / "q.fa").write_text(">q0\nAAAAAAAA\n>q1\nACGTACGT\n")
+    (tmp_path / "t.fa").write_text(">t0\nCCCCCCCC\n>t1\nTTACGTACGTTT\n")
+    assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+                 "--out", str(tmp_path / "o.tsv"), "--out", str(tmp_path / "o.paf")]) == 0
+    assert read_tsv(tmp_path / "o.tsv") == [["q0", "t0", "0", "0", "0", "0", "0", "*"],
+                                            ["q1", "t1", "16", "0", "8", "2", "10", "8="]]
+    assert [r["qname"] for r in read_paf(tmp_path / "o.paf")] == ["q1"]
+
+
 @pytest.mark.parametrize("case", ["unequal", "unknown_id", "extension"])
 def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
     (tmp_path / "q.fa").write_text(">q0\nACGTACGT\n>q1\nACGTTT\n")

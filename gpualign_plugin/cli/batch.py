@@ -31,7 +31,8 @@ def register(subparsers) -> None:
         "batch", help="align many independent pairs (i-th with i-th, or listed pairs) with traceback",
         description="Align the i-th query record with the i-th target record (equal record counts), or "
                     "the pairs listed with --pairs, exactly and in parallel, and write SAM/BAM, PAF or "
-                    "TSV (qid tid score qstart qend tstart tend cigar; 0-based half-open).",
+                    "TSV (qid tid score qstart qend tstart tend cigar; 0-based half-open; one line per "
+                    "pair, score 0 and CIGAR '*' for a local pair without alignment).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
     parser.add_argument("-t", "--target", required=True, metavar="FASTA", help="target sequences (FASTA, .gz ok)")
@@ -102,14 +103,19 @@ def align_pairs(pairs, scheme, mode: str, on_done=None):
     return results
 
 
-def write_tsv(path: str, alignments) -> None:
-    """The batch TSV: header line, then one line per pair (0-based half-open coordinates)."""
+def write_tsv(path: str, pairs, results) -> None:
+    """The batch TSV: header line, then one line per pair in input order (0-based half-open).
+
+    A local pair without an alignment (no positive score) gets score 0, coordinates 0
+    and CIGAR ``*``.
+    """
     with atomic_text(path) as handle:
         handle.write("\t".join(TSV_COLUMNS) + "\n")
-        for a in alignments:
-            handle.write("\t".join(str(f) for f in (a.query_id, a.target_id, a.score, a.query_start,
-                                                    a.query_end, a.target_start, a.target_end,
-                                                    a.cigar)) + "\n")
+        for (query, target), a in zip(pairs, results):
+            fields = (query.id, target.id, 0, 0, 0, 0, 0, "*") if a is None else \
+                (a.query_id, a.target_id, a.score, a.query_start, a.query_end, a.target_start,
+                 a.target_end, a.cigar)
+            handle.write("\t".join(str(f) for f in fields) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     others = [(path, fmt) for path, fmt in outputs if fmt != "tsv"]
     try:
         for path in tsv:
-            write_tsv(path, alignments)
+            write_tsv(path, pairs, results)
         if others:
             # A query listed in several pairs gets one primary record (SAM/PAF), by the placement rule.
             write_outputs(others, place(alignments), queries, targets, scheme, command_line())
