@@ -75,6 +75,16 @@ def _cell(h_diag, h_left, h_up, e_left, f_up, score, open_extend, gap_extend, fl
     return h, e, f
 
 
+@njit(cache=True, inline="always")
+def _direction(h, e, f, diag, e_open, f_open, floor):
+    """The direction byte of a cell (layout in the module docstring)."""
+    # Selects rather than branches: the choice is data-dependent and unpredictable.
+    d = 2 if h == e else 3
+    d = 1 if h == diag else d
+    d = 0 if h == floor else d
+    return d | (4 if e == e_open else 0) | (8 if f == f_open else 0)
+
+
 @njit(cache=True)
 def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F, dirs):
     """Advance the row state from row ``i-1`` to row ``i`` and write its direction bytes.
@@ -113,13 +123,8 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
         h_up = H[j]
         score = srow[b[j - 1]]
         h, e_new, f = _cell(h_diag, h_left, h_up, e, F[j], score, open_extend, gap_extend, floor)
-        diag = h_diag + score
-        # Selects rather than branches: the choice is data-dependent and unpredictable.
-        d = 2 if h == e_new else 3
-        d = 1 if h == diag else d
-        d = 0 if h == floor else d
-        d |= (4 if e_new == h_left - open_extend else 0) | (8 if f == h_up - open_extend else 0)
-        dirs[j] = d
+        dirs[j] = _direction(h, e_new, f, h_diag + score, h_left - open_extend,
+                             h_up - open_extend, floor)
         best_j = j if h > best else best_j
         best = max(best, h)
         e = e_new
@@ -131,13 +136,15 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
 
 
 @njit(cache=True)
-def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F):
-    """Advance the row state from row ``i-1`` to row ``i+1`` (score only).
+def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
+                  dirs1, dirs2):
+    """Advance the row state from row ``i-1`` to row ``i+1``.
 
     The two rows are computed in one sweep over the columns: their dependency
     chains interleave, which is faster than two sweeps on a superscalar core.
     Arguments as for :func:`fill_row` (``code1``/``code2`` are ``a_i`` and
-    ``a_{i+1}``).
+    ``a_{i+1}``); the rows' direction bytes go to ``dirs1`` and ``dirs2``
+    unless they are ``None`` (Numba then compiles a score-only version).
 
     Returns
     -------
@@ -167,6 +174,11 @@ def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor
         h1, e1, f1 = _cell(h_diag1, h_left1, h_up, e1, F[j], s1[c], open_extend, gap_extend,
                            floor)
         h2, e2, f2 = _cell(h_diag2, h_left2, h1, e2, f1, s2[c], open_extend, gap_extend, floor)
+        if dirs1 is not None:
+            dirs1[j] = _direction(h1, e1, f1, h_diag1 + s1[c], h_left1 - open_extend,
+                                  h_up - open_extend, floor)
+            dirs2[j] = _direction(h2, e2, f2, h_diag2 + s2[c], h_left2 - open_extend,
+                                  h1 - open_extend, floor)
         j1 = j if h1 > best1 else j1
         best1 = max(best1, h1)
         j2 = j if h2 > best2 else j2
@@ -238,7 +250,8 @@ def score_kernel(a, b, matrix, gap_open, gap_extend, mode, transposed):
     while i <= rows:
         if i < rows:
             row_best, row_j, last_value, next_best, next_j = fill_two_rows(
-                a[i - 1], a[i], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F)
+                a[i - 1], a[i], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
+                None, None)
             best, best_q, best_t = _track_end(local, last_column, transposed, i, row_best, row_j,
                                               last_value, best, best_q, best_t)
             best, best_q, best_t = _track_end(local, last_column, transposed, i + 1, next_best,
@@ -293,7 +306,7 @@ def forward_rows(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, save
     while i <= last:
         if i < last and i != save_rows[k]:
             fill_two_rows(a[i - 1], a[i], i, b, width, matrix, gap_open, gap_extend, floor,
-                          col0_gap, H, F)
+                          col0_gap, H, F, None, None)
             i += 2
         else:
             fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
@@ -314,11 +327,19 @@ def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, d
     """
     floor = 0 if mode == LOCAL else NEG_INF
     col0_gap = mode != LOCAL
-    for k in range(dirs.shape[0]):
+    rows = dirs.shape[0]
+    dirs[:, 0] = 0
+    k = 0
+    while k < rows:
         i = r0 + 1 + k
-        dirs[k, 0] = 0
-        fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
-                 dirs[k])
+        if k + 1 < rows:
+            fill_two_rows(a[i - 1], a[i], i, b, width, matrix, gap_open, gap_extend, floor,
+                          col0_gap, H, F, dirs[k], dirs[k + 1])
+            k += 2
+        else:
+            fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
+                     dirs[k])
+            k += 1
 
 
 @njit(cache=True)
@@ -394,13 +415,26 @@ def _align_one(a, b, matrix, gap_open, gap_extend, mode, ops):
     best = 0
     qe = 0
     te = 0
-    for i in range(1, m + 1):
-        row_best, row_j = fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor,
-                                   mode != LOCAL, H, F, dirs[i - 1])
+    i = 1
+    while i <= m:
+        if i < m:
+            row_best, row_j, _, next_best, next_j = fill_two_rows(
+                a[i - 1], a[i], i, b, width, matrix, gap_open, gap_extend, floor, mode != LOCAL,
+                H, F, dirs[i - 1], dirs[i])
+        else:
+            row_best, row_j = fill_row(a[i - 1], i, b, width, matrix, gap_open, gap_extend, floor,
+                                       mode != LOCAL, H, F, dirs[i - 1])
+            next_best = NEG_INF
+            next_j = 0
         if mode == LOCAL and row_best > best:
             best = row_best
             qe = i
             te = row_j
+        if mode == LOCAL and next_best > best:
+            best = next_best
+            qe = i + 1
+            te = next_j
+        i += 2
     score, qe, te = _final_end(mode, False, H, width, m, best, qe, te)
     if mode == LOCAL and score <= 0:
         return 0, 0, 0, 0, 0, 0
