@@ -131,13 +131,14 @@ class _Sweep:
 
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
-            row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True):
+            row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True, dirs_out=None):
         """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
         ``c0..c0+width``); ``left_h``/``left_e``: device int32, ``height`` values of column ``c0``.
-        Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked). Runs on
-        the current stream; without ``sync`` it returns before the kernel finishes.
+        Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked); the
+        direction bytes go to ``dirs_out`` when given (a large enough uint8 device array).
+        Runs on the current stream; without ``sync`` it returns before the kernel finishes.
         """
         cp = self.cupy
         strip = 32 * rows
@@ -155,7 +156,10 @@ class _Sweep:
         ticket = cp.zeros(1, dtype=cp.int32)
         best = cp.empty(3 * strips, dtype=cp.int32) if track_best else None
         last = cp.empty(width + 1, dtype=cp.int32) if last_row else None
-        dir_bytes = cp.empty(strips * (width + 31) * strip, dtype=cp.uint8) if dirs else None
+        dir_bytes = None
+        if dirs:
+            size = strips * (width + 31) * strip
+            dir_bytes = dirs_out[:size] if dirs_out is not None else cp.empty(size, dtype=cp.uint8)
         kind = SWEEP_DIRECTIONS if dirs else (SWEEP_CHECKPOINTS if row_ckpt is not None else SWEEP_SCORE)
         name, kernel = self.kernel(rows, kind)
         shared = WARPS_PER_BLOCK * (self.alpha * strip + RING_BYTES)
@@ -372,14 +376,16 @@ class _Chunk:
 
 
 def _solve_window(sweep: _Sweep, every: int, row_ckpt, col_ckpt, i: int, j: int, window: int,
-                  streams) -> dict:
+                  streams, dir_pool) -> dict:
     """Re-solve the chunk holding ``(i, j)`` (up to ``(i, j)``) and the chunks up and left of it.
 
     The ``window x window`` chunks whose bottom-right one holds ``(i, j)`` are
     independent given the checkpoints, so they run concurrently, one stream each:
     the path usually crosses several of them, and one chunk alone leaves most of the
-    GPU idle. Returns ``{(r0, c0): _Chunk}``.
+    GPU idle. Chunk ``a * window + b`` writes its direction bytes into its slice of
+    ``dir_pool``. Returns ``{(r0, c0): _Chunk}``.
     """
+    chunk_bytes = dir_pool.size // (window * window)
     cp = sweep.cupy
     r0 = (i - 1) // every * every
     c0 = (j - 1) // every * every
@@ -404,8 +410,10 @@ def _solve_window(sweep: _Sweep, every: int, row_ckpt, col_ckpt, i: int, j: int,
                 else:
                     left_h = col_ckpt[pc // every - 1, pr + 1:pr + height + 1, 0]
                     left_e = col_ckpt[pc // every - 1, pr + 1:pr + height + 1, 1]
+                slot = (a * window + b) * chunk_bytes
                 _, _, dirs = sweep.run(pr, pc, height, width, top_h, top_f, left_h, left_e,
-                                       CHUNK_ROWS_PER_LANE, dirs=True, sync=False)
+                                       CHUNK_ROWS_PER_LANE, dirs=True, sync=False,
+                                       dirs_out=dir_pool[slot:slot + chunk_bytes])
             solved[(pr, pc)] = _Chunk(pr, pc, height, width, dirs)
     kernels.synchronize(f"re-solving the chunks up and left of cell ({i}, {j})")
     return solved
@@ -430,6 +438,7 @@ def _chunked_traceback(sweep: _Sweep, i: int, j: int, every: int, window: int, r
     chunk_bytes = -(-every // strip) * strip * (every + 31)
     pinned = np.frombuffer(cp.cuda.alloc_pinned_memory(chunk_bytes), dtype=np.uint8, count=chunk_bytes)
     streams = [cp.cuda.Stream(non_blocking=True) for _ in range(window * window)]
+    dir_pool = cp.empty(window * window * chunk_bytes, dtype=cp.uint8)
     solved: dict = {}
     while True:
         if i == 0 or j == 0:
@@ -441,7 +450,8 @@ def _chunked_traceback(sweep: _Sweep, i: int, j: int, every: int, window: int, r
             chunk = solved.get((r0, c0))
             if chunk is None or not chunk.covers(i, j):
                 started = time.perf_counter()
-                solved = _solve_window(sweep, every, row_ckpt, col_ckpt, i, j, window, streams)
+                solved = _solve_window(sweep, every, row_ckpt, col_ckpt, i, j, window, streams,
+                                       dir_pool)
                 chunk = solved[(r0, c0)]
                 timing["windows"] += 1
                 timing["chunks_solved"] += len(solved)
