@@ -195,6 +195,21 @@ def test_checkpointed_traceback_on_repeats_crossing_many_bands():
         check_alignment(full, q, t, scheme, mode)
 
 
+def test_checkpointed_traceback_on_long_related_sequences():
+    # 1.5 kbp with a 60 kB budget: three levels of checkpoints, bands of 40 rows.
+    rng = np.random.default_rng(600)
+    for scheme in (SCHEMES[0], SCHEMES[4]):
+        q_text = random_text(rng, scheme, 1500)
+        t_text = random_text(rng, scheme, 150) + related_text(rng, scheme, q_text) + \
+            random_text(rng, scheme, 150)
+        q = scheme.alphabet.encode(q_text)
+        t = scheme.alphabet.encode(t_text)
+        for mode in MODES:
+            full = align_pair(q, t, scheme, mode)
+            assert align_pair(q, t, scheme, mode, memory_budget=60_000) == full
+            check_alignment(full, q, t, scheme, mode)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_batches_equal_one_by_one(mode):
     rng = np.random.default_rng(300 + MODES.index(mode))

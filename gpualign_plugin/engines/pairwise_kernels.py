@@ -6,11 +6,13 @@ the rows (``i``), ``b`` the columns (``j``); the public functions in
 :mod:`gpualign_plugin.engines.pairwise` decide which sequence is which.
 
 Row state: a DP row is two ``int32`` arrays ``H[j]`` and ``F[j]`` over columns
-``0..width-1``; ``E`` runs along the row and is not stored. One call of
-:func:`fill_row` turns the state of row ``i-1`` into the state of row ``i``
-in place, optionally writing the direction byte of every cell (layout in
-ALGORITHMS.md: bits 0-1 the H choice 0 stop / 1 diagonal / 2 E / 3 F, bit 2 E
-opens here, bit 3 F opens here).
+``0..width-1``; ``E`` runs along the row and is not stored. :func:`fill_row`
+turns the state of row ``i-1`` into the state of row ``i`` in place, writing
+the direction byte of every cell (layout in ALGORITHMS.md: bits 0-1 the H
+choice 0 stop / 1 diagonal / 2 E / 3 F, bit 2 E opens here, bit 3 F opens
+here); :func:`fill_two_rows` advances two rows in one sweep, with or without
+direction bytes. Both compute every cell with :func:`_cell` and every byte
+with :func:`_direction`, so all paths share one recurrence.
 
 Boundary flags: ``col0_gap`` says whether ``H(i, 0)`` is the gap cost
 ``-(o + i e)`` (global; semiglobal rows over the query) or ``0``; the caller
