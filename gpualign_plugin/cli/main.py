@@ -2,8 +2,9 @@
 
 Every subcommand module exposes ``register(subparsers)``, which adds its parser
 and sets ``run`` (a function of the parsed arguments returning an exit status).
-Bad input (:class:`~gpualign_plugin.errors.InputError`) and an unusable backend
-become one line on stderr and exit status 2.
+Bad input (:class:`~gpualign_plugin.errors.InputError`), an unusable backend and
+work too large for the GPU's memory become one line on stderr and exit status 2;
+a failed CUDA kernel becomes one line and exit status 1.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 
 from gpualign_plugin import __version__
 from gpualign_plugin.errors import BackendUnavailable, InputError
+from gpualign_plugin.gpu.kernels import GpuKernelError, GpuMemoryError
 
 SUBCOMMANDS = (
     "pairwise",
@@ -65,9 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args) or 0)
-    except (InputError, BackendUnavailable) as exc:
+    except (InputError, BackendUnavailable, GpuMemoryError) as exc:
         print(f"gpualign: error: {exc}", file=sys.stderr)
         return 2
+    except GpuKernelError as exc:
+        print(f"gpualign: GPU failure: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("gpualign: interrupted", file=sys.stderr)
         return 130
