@@ -84,6 +84,23 @@ wildcard_constraints:
     set="[12]",
 
 
+def bam_index_extension():
+    """``bai``, or ``csi`` when a reference record is too long for BAI (the BAM writer's choice).
+
+    A plain FASTA file smaller than the BAI limit cannot hold a longer record, so only
+    large or compressed references are read to find out.
+    """
+    path = genome_fasta(REFERENCE)
+    with open(path, "rb") as handle:
+        compressed = handle.read(2) == b"\x1f\x8b"
+    if not compressed and os.path.getsize(path) <= 2**29:
+        return "bai"
+    from gpualign_plugin.io.fasta import iter_fasta_text
+    from gpualign_plugin.io.sam import index_kind
+
+    return index_kind(len(text) for _, _, text in iter_fasta_text(path))
+
+
 def genome_fasta(name):
     """Path of genome ``name``'s FASTA file as given in the config."""
     return GENOMES[name]["fasta"]

@@ -65,6 +65,8 @@ rule merge_pairwise:
                                       genome=wildcards.genome, shard=pairwise_shards(wildcards.genome)),
     output:
         bam="results/pairwise/{genome}.bam",
+        # Listed after the BAM: Snakemake touches outputs in order, so the index stays newer.
+        index=f"results/pairwise/{{genome}}.bam.{bam_index_extension()}",
         paf="results/pairwise/{genome}.paf",
     params:
         gpualign=GPUALIGN,
