@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
 # Stop the single-node SLURM cluster started by .ci/slurm-up.sh (daemons only; packages stay).
 set -uo pipefail
-for daemon in slurmd slurmctld slurmdbd munged; do
-    pidfile=""
-    case $daemon in
-        slurmd) pidfile=/run/slurmd.pid ;;
-        slurmctld) pidfile=/run/slurmctld.pid ;;
-        munged) pidfile=/run/munge/munged.pid ;;
-    esac
-    if [[ -n $pidfile && -s $pidfile ]]; then
+for pidfile in /run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid; do
+    if [[ -s $pidfile ]]; then
         kill "$(cat "$pidfile")" 2>/dev/null || true
     fi
 done
-sleep 1
+for _ in $(seq 20); do
+    pgrep -x 'slurmd|slurmctld|munged' >/dev/null || break
+    sleep 0.5
+done
 echo "slurm-down.sh: daemons stopped"
