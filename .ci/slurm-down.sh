@@ -7,7 +7,7 @@ for pidfile in /run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid; do
     fi
 done
 for _ in $(seq 20); do
-    pgrep -x 'slurmd|slurmctld|munged' >/dev/null || break
+    pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || pgrep -x munged >/dev/null || break
     sleep 0.5
 done
 echo "slurm-down.sh: daemons stopped"
