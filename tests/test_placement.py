@@ -66,8 +66,8 @@ def test_score_order_beats_strand_and_target_order():
     placed = place(alignments, target_order=["t1", "t2"])
     assert summary(placed) == [
         ("q", "t2", "-", 20, True, 15),  # floor(60 * 5 / 20)
-        ("q", "t2", "+", 15, False, 0),  # '+' before '-' among equal scores
-        ("q", "t1", "-", 15, False, 0),
+        ("q", "t1", "-", 15, False, 0),  # target order before strand among equal scores
+        ("q", "t2", "+", 15, False, 0),
         ("q", "t1", "+", 10, False, 0),
     ]
 
@@ -116,8 +116,8 @@ def test_placement_matches_a_plain_restatement_of_the_rule(rows):
     expected = []
     for query in queries:
         mine = [(i, a) for i, a in enumerate(alignments) if a.query_id == query]
-        mine.sort(key=lambda p: (-p[1].score, 0 if p[1].strand == "+" else 1,
-                                 int(p[1].target_id[1]), p[0]))
+        mine.sort(key=lambda p: (-p[1].score, int(p[1].target_id[1]),
+                                 0 if p[1].strand == "+" else 1, p[0]))
         best = mine[0][1].score
         second = mine[1][1].score if len(mine) > 1 else 0
         if best <= 0 or (len(mine) > 1 and second == best):

@@ -112,6 +112,5 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(run, jobs))
     kept = [a for a in results if a is not None and (min_score is None or a.score >= min_score)]
-    # place() breaks score ties by input order, which must be target-file order, then + before -.
     kept.sort(key=lambda a: (query_rank[a.query_id], target_rank[a.target_id], a.strand == "-"))
-    return place(kept)
+    return place(kept, target_order=[t.id for t in targets])

@@ -49,17 +49,18 @@ def place(alignments: Iterable[Alignment],
         Typically one alignment per query, target and strand, already above the
         minimum score.
     target_order : sequence of str, optional
-        Target ids in the order of their file (the last tie-break of the rule).
-        When omitted, the input order stands for it: give each query's
-        alignments in target-file order.
+        Target ids in the order of their file (the tie-break after the score).
+        When omitted, the order in which each query's alignments first name
+        their targets stands for it: give them in target-file order.
 
     Returns
     -------
     list of Alignment
         New objects (``dataclasses.replace``) with ``is_primary`` and ``mapq`` set.
         Grouped by query, queries in order of their first appearance in
-        ``alignments``; inside a query by rank: score descending, then ``'+'``
-        before ``'-'``, then target order (when given), then input order. The first of each
+        ``alignments``; inside a query by rank: score descending, then target
+        order, then ``'+'`` before ``'-'``, then input order (the same order as
+        database search hits). The first of each
         query is primary with MAPQ from :func:`primary_mapq`; the others are
         secondary with MAPQ 0.
 
@@ -69,19 +70,24 @@ def place(alignments: Iterable[Alignment],
         If an alignment's target is missing from an explicit ``target_order``.
     """
     target_rank = {name: rank for rank, name in enumerate(target_order or ())}
-    by_query: dict[str, list[tuple[tuple, Alignment]]] = {}
+    by_query: dict[str, list[tuple[int, Alignment]]] = {}
     for index, alignment in enumerate(alignments):
         if target_order is not None and alignment.target_id not in target_rank:
             raise ValueError(f"target {alignment.target_id!r} is not in target_order")
-        key = (-alignment.score, alignment.strand != "+", target_rank.get(alignment.target_id, 0),
-               index)
-        by_query.setdefault(alignment.query_id, []).append((key, alignment))
+        by_query.setdefault(alignment.query_id, []).append((index, alignment))
+
+    def ranked(group: list[tuple[int, Alignment]]) -> list[Alignment]:
+        # Without target_order, a query's first appearances of target ids stand for file order.
+        rank = target_rank if target_order is not None else {
+            name: k for k, name in enumerate(dict.fromkeys(a.target_id for _, a in group))}
+        return [a for index, a in sorted(group, key=lambda item: (
+            -item[1].score, rank[item[1].target_id], item[1].strand != "+", item[0]))]
 
     placed: list[Alignment] = []
     for group in by_query.values():
-        ranked = [a for _, a in sorted(group, key=lambda item: item[0])]
-        second = ranked[1].score if len(ranked) > 1 else None
-        placed.append(dataclasses.replace(ranked[0], is_primary=True,
-                                          mapq=primary_mapq(ranked[0].score, second)))
-        placed.extend(dataclasses.replace(a, is_primary=False, mapq=0) for a in ranked[1:])
+        ranked_group = ranked(group)
+        second = ranked_group[1].score if len(ranked_group) > 1 else None
+        placed.append(dataclasses.replace(ranked_group[0], is_primary=True,
+                                          mapq=primary_mapq(ranked_group[0].score, second)))
+        placed.extend(dataclasses.replace(a, is_primary=False, mapq=0) for a in ranked_group[1:])
     return placed
