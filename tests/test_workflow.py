@@ -105,6 +105,7 @@ genomes:
   - {{name: smallq, fasta: data/query.fa, role: query}}
 analyses: {{pairwise: {str(switches['pairwise']).lower()}, syntenic: {str(switches['syntenic']).lower()}, search: {str(switches['search']).lower()}, three_way: {str(switches['three_way']).lower()}}}
 pairwise: {{mode: semiglobal, strand: both, shards: {shards}}}
+syntenic: {{pairing: best_hit}}
 search:
   queries: data/queries.fa
   database: resources/proteins/database.fa
@@ -246,7 +247,7 @@ def test_demo_synteny_finds_every_planted_event(demo, genome):
     # SNPs inside the difference blocks are not counted; most planted ones are aligned.
     assert 0.6 * planted_snps <= snps <= 1.1 * planted_snps
     for name in (f"{genome}.query.bed", f"{genome}.target.bed", f"{genome}.paf",
-                 f"{genome}.dotplot.png"):
+                 f"{genome}.dotplot.png", f"{genome}.genome.dotplot.png"):
         assert os.path.getsize(os.path.join(demo, "results", "syntenic", genome, name)) > 0
 
 
@@ -297,7 +298,8 @@ def test_demo_report_holds_tables_and_figures(demo):
     report = os.path.join(demo, "results", "report.html")
     assert os.path.getsize(report) > 10000
     text = open(report, encoding="utf-8", errors="replace").read()
-    for name in ("strainA.dotplot.png", "strainB.dotplot.png", "identity.png", "throughput.html",
+    for name in ("strainA.genome.dotplot.png", "strainB.genome.dotplot.png", "identity.png",
+                 "throughput.html",
                  "top_hits.html", "strainA.summary.txt"):
         assert name in text, name
     with open(os.path.join(demo, "results", "report", "throughput.tsv")) as handle:
@@ -343,6 +345,21 @@ def test_record_names_that_would_break_wildcards_are_kept(small_runs):
     names = {record[0] for record in bam_records(
         os.path.join(small_runs[3], "results", "pairwise", "smallq.bam"))}
     assert names == {"read/1{a}", "ctg:2", "ctg|3", "ctg_4"}
+
+
+def test_syntenic_pairs_records_by_best_pairwise_hit(tmp_path):
+    project = copy_project(tmp_path / "pairing")
+    config = small_config(project, analyses=("syntenic",), shards=2)
+    snakemake(project, "--cores", "2", "--configfile", config)
+    results = os.path.join(project, "results", "syntenic", "smallq")
+    pairs = [line.rstrip("\n").split("\t") for line in open(os.path.join(results, "smallq.pairs.txt"))]
+    assert pairs == [[name, "chrT"] for name in ("read/1{a}", "ctg:2", "ctg|3", "ctg_4")]
+    with open(os.path.join(results, "smallq.blocks.tsv")) as handle:
+        aligned = {tuple(line.split("\t")[:2]) for line in handle if not line.startswith("#")}
+    assert aligned == {(name, "chrT") for name, _ in pairs}
+    summary = open(os.path.join(results, "smallq.summary.txt")).read()
+    assert re.search(r"^AlignedSeqs\s+1\(100.00%\)\s+4\(100.00%\)", summary, re.M), summary
+    assert os.path.getsize(os.path.join(results, "smallq.genome.dotplot.png")) > 0
 
 
 def test_killed_run_restarts_to_the_same_outputs(small_runs, tmp_path):

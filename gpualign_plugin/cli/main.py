@@ -32,6 +32,7 @@ SUBCOMMANDS = (
     "syntenic",
     "genome_summary",
     "triplets",
+    "best_pairs",
 )
 
 EPILOG = """examples:

@@ -126,6 +126,13 @@ def pairwise_shards(genome):
     return sorted(glob_wildcards(os.path.join(directory, "{shard}.fa")).shard)
 
 
+def syntenic_pairs_file(wildcards):
+    """The pairs file of ``wildcards.genome`` when records are paired by best hit, else none."""
+    if config["syntenic"]["pairing"] == "best_hit":
+        return f"results/syntenic/{wildcards.genome}/{wildcards.genome}.pairs.txt"
+    return []
+
+
 def triplet_list():
     """The triplet list: the config's explicit one, or the one made from best hits."""
     explicit = config["three_way"].get("explicit")
@@ -194,7 +201,7 @@ def all_outputs():
                           ext=["bam", "paf"])
     if analyses["syntenic"]:
         outputs += expand("results/syntenic/{genome}/{genome}.{ext}", genome=QUERIES,
-                          ext=["blocks.tsv", "query.bed", "target.bed", "paf", "dotplot.png",
+                          ext=["blocks.tsv", "query.bed", "target.bed", "paf", "genome.dotplot.png",
                                "summary.txt"])
     if analyses["search"]:
         outputs += ["results/search/hits.tsv", "results/search/hits.sam"]

@@ -1,12 +1,34 @@
 # Each query genome against the reference: syntenic alignment (matching regions and
 # difference blocks), then a genome-comparison summary in the spirit of MUMmer's dnadiff.
+# Records are paired by name, or (syntenic.pairing: best_hit) by their primary pairwise hit.
 # `gpualign syntenic` runs on the CPU, so its jobs ask for no GPU.
+
+
+rule syntenic_pairs:
+    input:
+        paf="results/pairwise/{genome}.paf",
+    output:
+        pairs="results/syntenic/{genome}/{genome}.pairs.txt",
+    params:
+        gpualign=GPUALIGN,
+    log:
+        "logs/syntenic_pairs/{genome}.log",
+    benchmark:
+        "benchmarks/syntenic_pairs/{genome}.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+    conda:
+        "../envs/gpualign.yaml"
+    shell:
+        "{params.gpualign} best-pairs --paf {input.paf:q} --out {output.pairs:q} 2> {log:q}"
 
 
 rule syntenic:
     input:
         query=lambda wildcards: genome_fasta(wildcards.genome),
         reference=genome_fasta(REFERENCE),
+        pairs=syntenic_pairs_file,
     output:
         blocks=report("results/syntenic/{genome}/{genome}.blocks.tsv", category="Synteny",
                       subcategory="{genome}", caption="../report/syntenic_blocks.rst",
@@ -14,13 +36,11 @@ rule syntenic:
         query_bed="results/syntenic/{genome}/{genome}.query.bed",
         target_bed="results/syntenic/{genome}/{genome}.target.bed",
         paf="results/syntenic/{genome}/{genome}.paf",
-        dotplot=report("results/syntenic/{genome}/{genome}.dotplot.png", category="Synteny",
-                       subcategory="{genome}", caption="../report/dotplot.rst",
-                       labels={"genome": "{genome}", "figure": "dot plot"}),
         stats="results/stats/syntenic/{genome}.json",
     params:
         gpualign=GPUALIGN,
-        prefix="results/syntenic/{genome}/{genome}",
+        prefix=lambda wildcards, output: output.blocks[:-len(".blocks.tsv")],
+        pairs=lambda wildcards, input: f"--pairs {shlex.quote(input.pairs)}" if input.pairs else "",
         block_penalty=(f"--block-penalty {config['syntenic']['block_penalty']}"
                        if "block_penalty" in config["syntenic"] else ""),
         scoring=scoring_options("syntenic"),
@@ -35,7 +55,7 @@ rule syntenic:
         "../envs/gpualign.yaml"
     shell:
         "{params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
-        "--out-prefix {params.prefix:q} {params.block_penalty} {params.scoring} "
+        "--out-prefix {params.prefix:q} {params.pairs} {params.block_penalty} {params.scoring} "
         "--threads {threads} --stats {output.stats:q} 2> {log:q}"
 
 
@@ -65,3 +85,28 @@ rule genome_summary:
         "{params.gpualign} genome-summary --blocks {input.blocks:q} --query {input.query:q} "
         "--target {input.reference:q} {params.scoring} --out {output.summary:q} "
         "--differences {output.differences:q} 2> {log:q}"
+
+
+rule genome_dotplot:
+    input:
+        paf="results/syntenic/{genome}/{genome}.paf",
+        differences="results/syntenic/{genome}/{genome}.differences.tsv",
+        query=lambda wildcards: genome_fasta(wildcards.genome),
+        reference=genome_fasta(REFERENCE),
+    output:
+        png=report("results/syntenic/{genome}/{genome}.genome.dotplot.png", category="Synteny",
+                   subcategory="{genome}", caption="../report/dotplot.rst",
+                   labels={"genome": "{genome}", "figure": "dot plot"}),
+    params:
+        kind="dotplot",
+    log:
+        "logs/genome_dotplot/{genome}.log",
+    benchmark:
+        "benchmarks/genome_dotplot/{genome}.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    conda:
+        "../envs/gpualign.yaml"
+    script:
+        "../scripts/report_tables.py"

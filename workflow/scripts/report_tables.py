@@ -1,10 +1,11 @@
 """Tables and figures of the workflow report (run by Snakemake's ``script:``).
 
-One script for the three report rules, dispatched on the rule's ``params.kind`` (rule
-names change when the rules are imported as a module):
+One script for the report rules, dispatched on the rule's ``params.kind`` (rule names
+change when the rules are imported as a module):
 ``throughput`` (the jobs' --stats JSON -> TSV and HTML table),
-``identity`` (PAF alignments -> identity histogram weighted by columns) and
-``hits`` (merged BLAST tabular hits -> HTML table). No numbers are made here:
+``identity`` (PAF alignments -> identity histogram weighted by columns),
+``hits`` (merged BLAST tabular hits -> HTML table) and
+``dotplot`` (syntenic PAF + classified differences -> genome-vs-genome dot plot). No numbers are made here:
 every value is copied from a file a job wrote.
 """
 
@@ -19,6 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from gpualign_plugin.io.atomic import atomic_path, atomic_text  # noqa: E402
+from gpualign_plugin.io.fasta import iter_fasta_text  # noqa: E402
 from gpualign_plugin.io.paf import read_paf  # noqa: E402
 
 THROUGHPUT_COLUMNS = ("job", "command", "engine", "device", "threads", "cells", "seconds",
@@ -81,6 +83,57 @@ def hits(snakemake):
         handle.write(html_table("Top hits of each query (BLAST tabular)", BLAST_COLUMNS, rows))
 
 
+def record_offsets(path):
+    """``{record: offset}`` of each record laid end to end in file order, and the total."""
+    offsets, total = {}, 0
+    for name, _, text in iter_fasta_text(path):
+        offsets[name] = total
+        total += len(text)
+    return offsets, total
+
+
+def dotplot(snakemake):
+    query_offsets, query_total = record_offsets(snakemake.input.query)
+    target_offsets, target_total = record_offsets(snakemake.input.reference)
+    figure, axis = plt.subplots(figsize=(6.5, 6.5))
+    for offset in list(target_offsets.values())[1:]:
+        axis.axvline(offset, color="#bbbbbb", linewidth=0.6)
+    for offset in list(query_offsets.values())[1:]:
+        axis.axhline(offset, color="#bbbbbb", linewidth=0.6)
+    for row in read_paf(snakemake.input.paf):
+        q, t = query_offsets[row["qname"]], target_offsets[row["tname"]]
+        ys = (q + row["qstart"], q + row["qend"])
+        axis.plot((t + row["tstart"], t + row["tend"]),
+                  ys if row["strand"] == "+" else ys[::-1], color="#3b75af", linewidth=1.2)
+    with open(snakemake.input.differences, encoding="utf-8") as handle:
+        header = handle.readline().lstrip("#").rstrip("\n").split("\t")
+        differences = [dict(zip(header, line.rstrip("\n").split("\t"))) for line in handle]
+    for difference in differences:
+        q = query_offsets[difference["query_id"]]
+        t = target_offsets[difference["target_id"]]
+        if difference["kind"] == "inversion":
+            axis.plot((t + int(difference["target_start"]), t + int(difference["target_end"])),
+                      (q + int(difference["query_end"]), q + int(difference["query_start"])),
+                      color="#c0392b", linewidth=1.6)
+        elif difference["kind"] == "relocation" and int(difference["query_len"]) > 0:
+            # The inserted side of the pair: its query interval against its partner's
+            # reference interval (where the block came from).
+            partner = differences[int(difference["partner"])]
+            pt = target_offsets[partner["target_id"]]
+            axis.plot((pt + int(partner["target_start"]), pt + int(partner["target_end"])),
+                      (q + int(difference["query_start"]), q + int(difference["query_end"])),
+                      color="#27ae60", linewidth=1.6)
+    axis.set_xlim(0, target_total)
+    axis.set_ylim(0, query_total)
+    axis.set_xlabel(f"reference ({os.path.basename(snakemake.input.reference)}), bp")
+    axis.set_ylabel(f"{snakemake.wildcards.genome} ({os.path.basename(snakemake.input.query)}), bp")
+    axis.set_title(f"{snakemake.wildcards.genome} vs reference")
+    figure.tight_layout()
+    with atomic_path(snakemake.output.png, suffix=".png") as tmp:
+        figure.savefig(tmp, dpi=100)
+    plt.close(figure)
+
+
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (Snakemake's script global)
-{"throughput": throughput, "identity": identity,
- "hits": hits}[snakemake.params.kind](snakemake)  # noqa: F821
+{"throughput": throughput, "identity": identity, "hits": hits,
+ "dotplot": dotplot}[snakemake.params.kind](snakemake)  # noqa: F821
