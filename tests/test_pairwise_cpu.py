@@ -7,6 +7,7 @@ which also checks ``=``/``X`` columns against the residues).
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -223,6 +224,18 @@ def test_batches_equal_one_by_one(mode):
         assert score_batch(pairs, scheme, mode) == [score_pair(q, t, scheme, mode) for q, t in pairs]
         assert align_batch(pairs, scheme, mode) == [align_pair(q, t, scheme, mode) for q, t in pairs]
     assert score_batch([], SCHEMES[0], mode) == [] and align_batch([], SCHEMES[0], mode) == []
+
+
+def test_align_pair_from_python_threads_equals_serial():
+    # The kernels release the GIL (nogil); callers such as pairwise_records use thread pools.
+    rng = np.random.default_rng(700)
+    cases = [random_case(rng, 120) for _ in range(40)]
+    serial = [align_pair(q, t, scheme, mode) for scheme, q, t in cases for mode in MODES]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        threaded = list(pool.map(lambda job: align_pair(job[1], job[2], job[0], job[3]),
+                                 [(scheme, q, t, mode) for scheme, q, t in cases
+                                  for mode in MODES]))
+    assert threaded == serial
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,9 +1,11 @@
 """Numba kernels of the Gotoh pairwise engine (see docs/ALGORITHMS.md, "Pairwise").
 
-Everything here is ``@njit(cache=True)`` and works on ``uint8`` code arrays, an
-``int32`` substitution matrix and ``int32`` DP rows. Orientation: ``a`` indexes
-the rows (``i``), ``b`` the columns (``j``); the public functions in
-:mod:`gpualign_plugin.engines.pairwise` decide which sequence is which.
+Everything here is ``@njit(cache=True, nogil=True)`` (callers may align pairs
+in Python threads; the batch kernels use ``prange`` themselves) and works on
+``uint8`` code arrays, an ``int32`` substitution matrix and ``int32`` DP rows.
+Orientation: ``a`` indexes the rows (``i``), ``b`` the columns (``j``); the
+public functions in :mod:`gpualign_plugin.engines.pairwise` decide which
+sequence is which.
 
 Row state: a DP row is two ``int32`` arrays ``H[j]`` and ``F[j]`` over columns
 ``0..width-1``; ``E`` runs along the row and is not stored. :func:`fill_row`
@@ -54,7 +56,7 @@ OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
 OP_LETTERS = "=XID"
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def initial_row(width, gap_open, gap_extend, row0_gap, H, F):
     """Write row 0 into ``H`` and ``F`` (columns ``0..width-1``).
 
@@ -68,7 +70,7 @@ def initial_row(width, gap_open, gap_extend, row0_gap, H, F):
         F[j] = NEG_INF
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _cell(h_diag, h_left, h_up, e_left, f_up, score, open_extend, gap_extend, floor):
     """One cell of the recurrence: ``(H, E, F)`` from its neighbours' values."""
     e = max(h_left - open_extend, e_left - gap_extend)
@@ -77,7 +79,7 @@ def _cell(h_diag, h_left, h_up, e_left, f_up, score, open_extend, gap_extend, fl
     return h, e, f
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _direction(h, e, f, diag, e_open, f_open, floor):
     """The direction byte of a cell (layout in the module docstring)."""
     # Selects rather than branches: the choice is data-dependent and unpredictable.
@@ -87,7 +89,7 @@ def _direction(h, e, f, diag, e_open, f_open, floor):
     return d | (4 if e == e_open else 0) | (8 if f == f_open else 0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F, dirs):
     """Advance the row state from row ``i-1`` to row ``i`` and write its direction bytes.
 
@@ -137,7 +139,7 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
     return best, best_j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H, F,
                   dirs1, dirs2):
     """Advance the row state from row ``i-1`` to row ``i+1``.
@@ -194,7 +196,7 @@ def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor
     return best1, j1, h_left1, best2, j2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _track_end(local, last_column, transposed, i, row_best, row_j, last_value, best, best_q,
                best_t):
     """Update the end cell ``(best, best_q, best_t)`` with row ``i`` (see :func:`score_kernel`).
@@ -214,7 +216,7 @@ def _track_end(local, last_column, transposed, i, row_best, row_j, last_value, b
     return best, best_q, best_t
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def score_kernel(a, b, matrix, gap_open, gap_extend, mode, transposed):
     """Score and end cell of the best alignment, in O(len(b)) memory.
 
@@ -268,7 +270,7 @@ def score_kernel(a, b, matrix, gap_open, gap_extend, mode, transposed):
     return _final_end(mode, transposed, H, width, rows, best, best_q, best_t)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _final_end(mode, transposed, H, width, rows, best, best_q, best_t):
     """Finish the end-cell rule once ``H`` holds the last row: global's corner, semiglobal's row m.
 
@@ -292,7 +294,7 @@ def _final_end(mode, transposed, H, width, rows, best, best_q, best_t):
     return best, best_q, best_t
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def forward_rows(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, save_rows, saved):
     """Run rows ``r0+1..save_rows[-1]`` from the state in ``H``/``F``; copy the listed rows' states.
 
@@ -320,7 +322,7 @@ def forward_rows(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, save
             k += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, dirs):
     """Direction bytes of rows ``r0+1..r0+len(dirs)`` over columns ``0..width-1``.
 
@@ -344,7 +346,7 @@ def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, d
             k += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos):
     """Follow the traceback rule through one band of direction bytes.
 
@@ -403,7 +405,7 @@ def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos):
             i -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _align_one(a, b, matrix, gap_open, gap_extend, mode, ops):
     """Full-matrix alignment of one pair; returns ``(score, qs, qe, ts, te, n_ops)``."""
     # One pass fills the whole direction matrix and finds the end cell on the way.
