@@ -255,10 +255,11 @@ def _check_batch(pairs, scheme: ScoringScheme, mode: str):
 
 
 def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
-    """:func:`score_pair` of every ``(query_codes, target_codes)`` pair, in parallel over cores.
+    """:func:`score_pair` of every ``(query_codes, target_codes)`` pair (any iterable), in parallel.
 
     Uses ``numba.get_num_threads()`` threads; the result is in the order of ``pairs``.
     """
+    pairs = list(pairs)
     matrix, mode_code = _check_batch(pairs, scheme, mode)
     qs, q_offsets, ts, t_offsets = _pack(pairs)
     out = np.empty((len(pairs), 3), dtype=np.int64)
@@ -268,13 +269,14 @@ def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
 
 
 def align_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairAlignment]:
-    """:func:`align_pair` of every ``(query_codes, target_codes)`` pair, in parallel over cores.
+    """:func:`align_pair` of every ``(query_codes, target_codes)`` pair (any iterable), in parallel.
 
     Each pair keeps a full direction matrix (``(m+1) * (n+1)`` bytes) while it is
     being aligned, so this suits many short pairs (the reference workload is
     1,000 pairs of 512 bp); use :func:`align_pair` for long ones. Uses
     ``numba.get_num_threads()`` threads; results are in the order of ``pairs``.
     """
+    pairs = list(pairs)
     matrix, mode_code = _check_batch(pairs, scheme, mode)
     qs, q_offsets, ts, t_offsets = _pack(pairs)
     ops_offsets = q_offsets + t_offsets
