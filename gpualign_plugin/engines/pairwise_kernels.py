@@ -29,20 +29,10 @@ backwards.
 
 from __future__ import annotations
 
-import platform
-
-import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, prange
 
 from gpualign_plugin.scoring import NEG_INF
-
-if platform.machine().lower() in ("x86_64", "amd64"):
-    # LLVM's x86 pass that turns conditional moves back into branches guesses badly for DP
-    # recurrences: the max() operations become data-dependent branches, and local alignment of
-    # unrelated sequences (H hovering around 0) ran 2.5x slower (0.20 vs 0.50 GCUPS measured on
-    # this project's 2-core EPYC). The option is process-wide and only affects code generation.
-    llvm.set_option("", "-x86-cmov-converter=false")
 
 LOCAL, GLOBAL, SEMIGLOBAL = 0, 1, 2
 """Mode codes used by the kernels."""
