@@ -10,7 +10,7 @@ import resource
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
                                         apply_threads, command_line, describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text, check_writable
+from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 
 log = logging.getLogger("gpualign")
 
@@ -180,8 +180,7 @@ def write_outputs(args, alignments, scheme, gap: int) -> None:
         if directory:
             os.makedirs(directory, exist_ok=True)
             views += [(os.path.join(directory, a.name + extension), writer, a) for a in alignments]
-    written: list[str] = []
-    try:
+    with all_or_none() as written:
         write_maf(args.maf, alignments,
                   comments=[command_line(), f"sum of pairs: {scheme.name}, linear gap {gap} per residue"])
         written.append(args.maf)
@@ -189,11 +188,6 @@ def write_outputs(args, alignments, scheme, gap: int) -> None:
             with atomic_text(path) as handle:
                 writer(handle, alignment)
             written.append(path)
-    except BaseException:
-        for path in written:
-            if os.path.exists(path):
-                os.unlink(path)
-        raise
 
 
 def run(args: argparse.Namespace) -> int:

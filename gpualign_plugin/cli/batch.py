@@ -9,7 +9,7 @@ import os
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
                                         apply_threads, command_line, describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text, check_writable
+from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 
 log = logging.getLogger("gpualign")
 
@@ -142,16 +142,12 @@ def run(args: argparse.Namespace) -> int:
              len(pairs) - len(alignments), stats.gcups)
     tsv = [path for path, fmt in outputs if fmt == "tsv"]
     others = [(path, fmt) for path, fmt in outputs if fmt != "tsv"]
-    try:
+    with all_or_none() as written:
         for path in tsv:
             write_tsv(path, pairs, results)
+            written.append(path)
         if others:
             # A query listed in several pairs gets one primary record (SAM/PAF), by the placement rule.
             write_outputs(others, place(alignments), queries, targets, scheme, command_line())
-    except BaseException:
-        for path in tsv:
-            if os.path.exists(path):
-                os.unlink(path)
-        raise
     stats.write(args.stats)
     return 0

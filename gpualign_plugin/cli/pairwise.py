@@ -9,7 +9,7 @@ import os
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
                                         apply_threads, command_line, describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import check_writable
+from gpualign_plugin.io.atomic import all_or_none, check_writable
 
 log = logging.getLogger("gpualign")
 
@@ -75,8 +75,7 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -
     from gpualign_plugin.io.atomic import atomic_text
 
     query_by_id = {q.id: q for q in queries}
-    written: list[str] = []
-    try:
+    with all_or_none() as written:
         for path, fmt in outputs:
             if fmt in ("bam", "sam"):
                 write_alignments(path, alignments, query_by_id, targets, scheme, cmdline, fmt=fmt)
@@ -89,12 +88,6 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -
                     write_pairwise_text(handle, alignments, query_by_id, {t.id: t for t in targets}, scheme,
                                         cmdline)
                 written.append(path)
-    except BaseException:
-        # All outputs or none: a run that fails half-way removes what it already wrote.
-        for path in written:
-            if os.path.exists(path):
-                os.unlink(path)
-        raise
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import os
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
                                         apply_threads, command_line, describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import check_writable
+from gpualign_plugin.io.atomic import all_or_none, check_writable
 
 log = logging.getLogger("gpualign")
 
@@ -104,8 +104,7 @@ def write_search_outputs(args: argparse.Namespace, result, scheme, queries, name
     from gpualign_plugin.io.blasttab import write_blast_tab, write_hits_tsv
     from gpualign_plugin.io.sam import write_alignments
 
-    written: list[str] = []
-    try:
+    with all_or_none() as written:
         if args.out_blast:
             write_blast_tab(args.out_blast, result.hits)
             written.append(args.out_blast)
@@ -119,11 +118,6 @@ def write_search_outputs(args: argparse.Namespace, result, scheme, queries, name
             write_alignments(args.out_sam, [hit.alignment for hit in result.hits],
                              {q.id: q for q in queries}, targets, scheme, command_line(), fmt=fmt)
             written += [args.out_sam, args.out_sam + ".bai", args.out_sam + ".csi"]
-    except BaseException:
-        for path in written:
-            if os.path.exists(path):
-                os.unlink(path)
-        raise
 
 
 def run(args: argparse.Namespace) -> int:

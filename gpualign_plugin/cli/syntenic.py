@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +13,7 @@ from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
 from gpualign_plugin.engines.syntenic import (DNA_BLOCK_PENALTY, PROTEIN_BLOCK_PENALTY,
                                               default_block_penalty, syntenic)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import check_writable
+from gpualign_plugin.io.atomic import all_or_none, check_writable
 
 log = logging.getLogger("gpualign")
 
@@ -114,8 +113,7 @@ def write_outputs(paths: dict, results, description: str, command: str, unit: st
     """
     from gpualign_plugin.io import synteny
 
-    written: list[str] = []
-    try:
+    with all_or_none() as written:
         synteny.write_block_table(paths["blocks"], results, description, command, unit)
         written.append(paths["blocks"])
         synteny.write_bed(paths["query_bed"], results, "query")
@@ -127,11 +125,6 @@ def write_outputs(paths: dict, results, description: str, command: str, unit: st
         for path, result in zip(paths["dotplots"], results):
             synteny.write_dotplot(path, result, unit)
             written.append(path)
-    except BaseException:
-        for path in written:
-            if os.path.exists(path):
-                os.unlink(path)
-        raise
 
 
 def run(args: argparse.Namespace) -> int:

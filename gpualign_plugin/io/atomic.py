@@ -35,6 +35,25 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def all_or_none() -> Iterator[list]:
+    """Collect the paths a command writes; if the command fails, remove every one of them.
+
+    Each writer is atomic on its own (:func:`atomic_path`); this makes a command's
+    outputs atomic as a set. Append each path to the yielded list once it is written
+    (with its index files, if any); on any exception they are all deleted and the
+    exception propagates.
+    """
+    written: list = []
+    try:
+        yield written
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        raise
+
+
+@contextlib.contextmanager
 def atomic_text(path: str | os.PathLike) -> Iterator:
     """Open a text file for writing that appears under ``path`` only once closed successfully."""
     with atomic_path(path) as tmp:
