@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from gpualign_plugin.engines import pairwise_kernels as kernels
@@ -101,8 +102,14 @@ def _score(q, t, matrix, scheme, mode_code) -> PairScore:
     return PairScore(*(int(x) for x in result))
 
 
-def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str) -> PairScore:
-    """Optimal score and end cell of one pair, in O(min(m, n)) memory.
+def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
+               threads: int | None = None) -> PairScore:
+    """Optimal score and end cell of one pair, in O(min(m, n)) memory (O(m + n) when tiled).
+
+    With more than one thread and a pair of at least :data:`TILED_MIN_CELLS`
+    cells and two tiles per side, the tiled wavefront kernel runs (see
+    :func:`score_pair_tiled`); otherwise the single-threaded row kernel. Both
+    give the identical result.
 
     Parameters
     ----------
@@ -112,6 +119,9 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str) -> P
         Substitution matrix and gap costs.
     mode : str
         ``'local'``, ``'global'`` or ``'semiglobal'``.
+    threads : int, optional
+        CPU threads (at most Numba's ``NUMBA_NUM_THREADS``); default
+        ``numba.get_num_threads()``.
 
     Returns
     -------
@@ -123,7 +133,76 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str) -> P
         If the scores could overflow 32-bit integers.
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
+    threads = _thread_count(threads)
+    tile_rows, tile_cols = _tile_size(len(q), threads), _tile_size(len(t), threads)
+    if (threads > 1 and len(q) * len(t) >= TILED_MIN_CELLS and len(q) >= 2 * tile_rows
+            and len(t) >= 2 * tile_cols):
+        return _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols, threads)
     return _score(q, t, matrix, scheme, mode_code)
+
+
+TILED_MIN_CELLS = 50_000_000
+"""Smallest ``m * n`` for which :func:`score_pair` uses the tiled kernel (it pays off well above)."""
+
+
+def _thread_count(threads: int | None) -> int:
+    if threads is None:
+        return numba.get_num_threads()
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    return min(threads, numba.config.NUMBA_NUM_THREADS)
+
+
+def _tile_size(length: int, threads: int) -> int:
+    # About 8 tiles per thread along each side, so that the waves that ramp up
+    # and down are short; at least 256 so a wave's work outweighs its start,
+    # at most 2048 so a tile's row state stays in the core's cache.
+    return min(2048, max(256, -(-length // (8 * threads))))
+
+
+def _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols, threads) -> PairScore:
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        result = kernels.tiled_score_kernel(q, t, matrix, scheme.gap_open, scheme.gap_extend,
+                                            mode_code, tile_rows, tile_cols)
+    finally:
+        numba.set_num_threads(previous)
+    return PairScore(*(int(x) for x in result))
+
+
+def score_pair_tiled(query_codes, target_codes, scheme: ScoringScheme, mode: str,
+                     tile_rows: int, tile_cols: int, threads: int | None = None) -> PairScore:
+    """:func:`score_pair` by the tiled wavefront kernel with the tile shape given.
+
+    The matrix is cut into tiles of ``tile_rows`` query residues x ``tile_cols``
+    target residues; the tiles of one anti-diagonal of tiles run in parallel,
+    one synchronisation per anti-diagonal. Memory is O(m + n). The result is
+    identical to :func:`score_pair`'s for every tile shape (the tests force
+    tiny tiles to prove it).
+
+    Parameters
+    ----------
+    query_codes, target_codes : numpy.ndarray
+        ``uint8`` codes of the query (rows) and target (columns).
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    mode : str
+        ``'local'``, ``'global'`` or ``'semiglobal'``.
+    tile_rows, tile_cols : int
+        Tile height and width in cells (at least 1).
+    threads : int, optional
+        CPU threads; default ``numba.get_num_threads()``.
+
+    Returns
+    -------
+    PairScore
+    """
+    if tile_rows < 1 or tile_cols < 1:
+        raise ValueError(f"tiles must be at least 1x1, got {tile_rows}x{tile_cols}")
+    q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
+    return _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols,
+                        _thread_count(threads))
 
 
 class GotohProblem:

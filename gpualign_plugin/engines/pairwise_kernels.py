@@ -337,6 +337,48 @@ def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, d
 
 
 @njit(cache=True, nogil=True)
+def boundary_step(mode, i, j, ops, pos):
+    """One traceback step in state H on row 0 or column 0, by ``mode``'s boundary rules.
+
+    Returns ``(i, j, pos, done)``: local alignments and semiglobal ones on row 0
+    stop; global row 0 emits the remaining deletions and stops; column 0 of
+    global / semiglobal emits one insertion and moves up.
+    """
+    if mode == LOCAL or (i == 0 and mode == SEMIGLOBAL):
+        return i, j, pos, True
+    if i == 0:
+        while j > 0:
+            ops[pos] = OP_DELETION
+            pos += 1
+            j -= 1
+        return i, j, pos, True
+    ops[pos] = OP_INSERTION
+    return i - 1, j, pos + 1, False
+
+
+@njit(cache=True, nogil=True)
+def direction_step(d, a, b, i, j, state, ops, pos):
+    """Follow direction byte ``d`` of cell ``(i, j)`` one step (docs/ALGORITHMS.md's rule).
+
+    Shared by the CPU band walk and the GPU engine's chunk walk, which differ
+    only in where a cell's byte is stored. Returns ``(i, j, state, pos, done)``.
+    """
+    if state == STATE_H:
+        choice = d & 3
+        if choice == 0:
+            return i, j, state, pos, True
+        if choice == 1:
+            ops[pos] = OP_MATCH if a[i - 1] == b[j - 1] else OP_MISMATCH
+            return i - 1, j - 1, state, pos + 1, False
+        return i, j, STATE_E if choice == 2 else STATE_F, pos, False
+    if state == STATE_E:
+        ops[pos] = OP_DELETION
+        return i, j - 1, STATE_H if d & 4 else STATE_E, pos + 1, False
+    ops[pos] = OP_INSERTION
+    return i - 1, j, STATE_H if d & 8 else STATE_F, pos + 1, False
+
+
+@njit(cache=True, nogil=True)
 def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos):
     """Follow the traceback rule through one band of direction bytes.
 
@@ -354,45 +396,12 @@ def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos):
     while True:
         if i == r0 and r0 > 0:
             return i, j, state, pos, False
-        if state == STATE_H:
-            if i == 0 or j == 0:
-                if mode == LOCAL or (i == 0 and mode == SEMIGLOBAL):
-                    return i, j, state, pos, True
-                if i == 0:
-                    while j > 0:
-                        ops[pos] = OP_DELETION
-                        pos += 1
-                        j -= 1
-                    return i, j, state, pos, True
-                # Column 0 in global / semiglobal: one insertion per row up to (0, 0).
-                ops[pos] = OP_INSERTION
-                pos += 1
-                i -= 1
-                continue
-            choice = dirs[i - r0 - 1, j] & 3
-            if choice == 0:
-                return i, j, state, pos, True
-            if choice == 1:
-                ops[pos] = OP_MATCH if a[i - 1] == b[j - 1] else OP_MISMATCH
-                pos += 1
-                i -= 1
-                j -= 1
-            elif choice == 2:
-                state = STATE_E
-            else:
-                state = STATE_F
-        elif state == STATE_E:
-            ops[pos] = OP_DELETION
-            pos += 1
-            if dirs[i - r0 - 1, j] & 4:
-                state = STATE_H
-            j -= 1
+        if state == STATE_H and (i == 0 or j == 0):
+            i, j, pos, done = boundary_step(mode, i, j, ops, pos)
         else:
-            ops[pos] = OP_INSERTION
-            pos += 1
-            if dirs[i - r0 - 1, j] & 8:
-                state = STATE_H
-            i -= 1
+            i, j, state, pos, done = direction_step(dirs[i - r0 - 1, j], a, b, i, j, state, ops, pos)
+        if done:
+            return i, j, state, pos, True
 
 
 @njit(cache=True, nogil=True)
@@ -474,3 +483,147 @@ def align_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, g
         out[k, 3] = ts
         out[k, 4] = te
         out[k, 5] = n_ops
+
+
+@njit(cache=True, nogil=True)
+def _score_tile(a, b, matrix, gap_open, gap_extend, floor, i0, i1, j0, j1, row_h, row_f, col_h,
+                col_e, corner, ti):
+    """Compute tile rows ``i0+1..i1`` x columns ``j0+1..j1`` of :func:`tiled_score_kernel`.
+
+    On entry ``row_h``/``row_f[j0+1..j1]`` hold ``H``/``F`` of row ``i0``,
+    ``col_h``/``col_e[i0+1..i1]`` hold ``H``/``E`` of column ``j0`` and
+    ``corner[ti]`` holds ``H(i0, j0)``; on return they hold row ``i1``, column
+    ``j1`` and ``H(i0, j1)`` (the corner of the tile to the right), in place.
+
+    Returns
+    -------
+    (int, int, int)
+        The tile's largest ``H`` and its cell ``(i, j)``, first in row-major order.
+    """
+    open_extend = gap_open + gap_extend
+    h_corner = corner[ti]
+    corner[ti] = row_h[j1]
+    best = NEG_INF
+    best_i = 0
+    best_j = 0
+    i = i0 + 1
+    while i <= i1:
+        # Two rows per sweep (as in fill_two_rows); a last odd row runs with a
+        # copy of itself as the second row and discards that row's values.
+        two = i < i1
+        i2 = i + 1 if two else i
+        s1 = matrix[a[i - 1]]
+        s2 = matrix[a[i2 - 1]]
+        h_diag1 = h_corner
+        h_left1 = col_h[i]
+        e1 = col_e[i]
+        h_diag2 = h_left1
+        h_left2 = col_h[i2]
+        e2 = col_e[i2]
+        h_corner = h_left2
+        best1 = NEG_INF
+        best2 = NEG_INF
+        k1 = 0
+        k2 = 0
+        for j in range(j0 + 1, j1 + 1):
+            c = b[j - 1]
+            h_up = row_h[j]
+            h1, e1, f1 = _cell(h_diag1, h_left1, h_up, e1, row_f[j], s1[c], open_extend,
+                               gap_extend, floor)
+            h2, e2, f2 = _cell(h_diag2, h_left2, h1, e2, f1, s2[c], open_extend, gap_extend,
+                               floor)
+            k1 = j if h1 > best1 else k1
+            best1 = max(best1, h1)
+            k2 = j if h2 > best2 else k2
+            best2 = max(best2, h2)
+            h_diag1 = h_up
+            h_left1 = h1
+            h_diag2 = h1
+            h_left2 = h2
+            if two:
+                row_h[j] = h2
+                row_f[j] = f2
+            else:
+                row_h[j] = h1
+                row_f[j] = f1
+        if best1 > best:
+            best, best_i, best_j = best1, i, k1
+        col_h[i] = h_left1
+        col_e[i] = e1
+        if two:
+            if best2 > best:
+                best, best_i, best_j = best2, i2, k2
+            col_h[i2] = h_left2
+            col_e[i2] = e2
+        else:
+            h_corner = h_left1
+        i += 2
+    return best, best_i, best_j
+
+
+@njit(cache=True, parallel=True)
+def tiled_score_kernel(a, b, matrix, gap_open, gap_extend, mode, tile_rows, tile_cols):
+    """Score and end cell like :func:`score_kernel` (not transposed), over tiles in parallel.
+
+    The matrix is cut into tiles of ``tile_rows`` x ``tile_cols`` cells; the
+    tiles of one anti-diagonal of tiles (a wave) are independent and run in one
+    ``prange``. Tiles pass boundaries through a row buffer (``H``, ``F`` of
+    every column), a column buffer (``H``, ``E`` of every row) and one corner
+    value per tile row: a tile's diagonal predecessor ``H(i0, j0)`` is
+    overwritten by the tile to its left one wave earlier, so that tile saves it
+    first. Memory is O(m + n); the end-cell rule is applied to per-tile bests
+    reduced lexicographically (score, then smallest ``i``, then smallest ``j``).
+
+    Returns
+    -------
+    (int, int, int)
+        ``(score, query_end, target_end)`` with ``a`` the query and ``b`` the
+        target, identical to :func:`score_kernel`'s.
+    """
+    m = a.shape[0]
+    n = b.shape[0]
+    floor = 0 if mode == LOCAL else NEG_INF
+    col0_gap = mode != LOCAL
+    row_h = np.empty(n + 1, np.int32)
+    row_f = np.empty(n + 1, np.int32)
+    initial_row(n + 1, gap_open, gap_extend, mode == GLOBAL, row_h, row_f)
+    col_h = np.empty(m + 1, np.int32)
+    col_e = np.full(m + 1, NEG_INF, np.int32)
+    col_h[0] = 0
+    for i in range(1, m + 1):
+        col_h[i] = -(gap_open + i * gap_extend) if col0_gap else 0
+    tiles_down = (m + tile_rows - 1) // tile_rows
+    tiles_across = (n + tile_cols - 1) // tile_cols
+    corner = np.empty(tiles_down, np.int32)
+    for ti in range(tiles_down):
+        corner[ti] = col_h[ti * tile_rows]
+    best = np.full(tiles_down, NEG_INF, np.int64)
+    best_i = np.zeros(tiles_down, np.int64)
+    best_j = np.zeros(tiles_down, np.int64)
+    for wave in range(tiles_down + tiles_across - 1):
+        first = max(0, wave - tiles_across + 1)
+        last = min(tiles_down - 1, wave)
+        for k in prange(last - first + 1):
+            ti = first + k
+            tj = wave - ti
+            i0 = ti * tile_rows
+            j0 = tj * tile_cols
+            s, si, sj = _score_tile(a, b, matrix, gap_open, gap_extend, floor, i0,
+                                    min(i0 + tile_rows, m), j0, min(j0 + tile_cols, n), row_h,
+                                    row_f, col_h, col_e, corner, ti)
+            if s > best[ti] or (s == best[ti] and (si < best_i[ti] or
+                                                   (si == best_i[ti] and sj < best_j[ti]))):
+                best[ti] = s
+                best_i[ti] = si
+                best_j[ti] = sj
+    # Tile rows ascend in i, so a strict > keeps the smallest (i, j) among equal maxima.
+    score = 0
+    end_i = 0
+    end_j = 0
+    for ti in range(tiles_down):
+        if best[ti] > score:
+            score = best[ti]
+            end_i = best_i[ti]
+            end_j = best_j[ti]
+    row_h[0] = -(gap_open + m * gap_extend) if col0_gap and m > 0 else 0
+    return _final_end(mode, False, row_h, n + 1, m, score, end_i, end_j)
