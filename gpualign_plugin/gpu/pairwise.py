@@ -38,8 +38,7 @@ from numba import njit
 
 from gpualign_plugin.engines import pairwise as cpu
 from gpualign_plugin.engines.pairwise import PairAlignment, PairScore
-from gpualign_plugin.engines.pairwise_kernels import (OP_DELETION, OP_INSERTION, OP_MATCH,
-                                                       OP_MISMATCH, STATE_E, STATE_F, STATE_H)
+from gpualign_plugin.engines.pairwise_kernels import STATE_H, boundary_step, direction_step
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.gpu import kernels
 from gpualign_plugin.gpu.runtime import probe
@@ -489,21 +488,11 @@ def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops,
     (int, int, int, int, bool)
         ``(i, j, state, pos, done)``.
     """
-    local = mode == 0
-    semiglobal = mode == 2
     while True:
         if state == STATE_H and (i == 0 or j == 0):
-            if local or (i == 0 and semiglobal):
+            i, j, pos, done = boundary_step(mode, i, j, ops, pos)
+            if done:
                 return i, j, state, pos, True
-            if i == 0:
-                while j > 0:
-                    ops[pos] = OP_DELETION
-                    pos += 1
-                    j -= 1
-                return i, j, state, pos, True
-            ops[pos] = OP_INSERTION
-            pos += 1
-            i -= 1
             continue
         if i <= r0 or j <= c0:
             return i, j, state, pos, False
@@ -512,28 +501,6 @@ def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops,
         t = (li - k * strip) // rows
         r = li - k * strip - t * rows
         d = dirs[((k * steps + (j - c0 - 1 + t)) * 32 + t) * rows + r]
-        if state == STATE_H:
-            choice = d & 3
-            if choice == 0:
-                return i, j, state, pos, True
-            if choice == 1:
-                ops[pos] = OP_MATCH if a[i - 1] == b[j - 1] else OP_MISMATCH
-                pos += 1
-                i -= 1
-                j -= 1
-            elif choice == 2:
-                state = STATE_E
-            else:
-                state = STATE_F
-        elif state == STATE_E:
-            ops[pos] = OP_DELETION
-            pos += 1
-            if d & 4:
-                state = STATE_H
-            j -= 1
-        else:
-            ops[pos] = OP_INSERTION
-            pos += 1
-            if d & 8:
-                state = STATE_H
-            i -= 1
+        i, j, state, pos, done = direction_step(d, a, b, i, j, state, ops, pos)
+        if done:
+            return i, j, state, pos, True
