@@ -61,6 +61,14 @@ def atomic_text(path: str | os.PathLike) -> Iterator:
             yield handle
 
 
+def text_output(path_or_handle):
+    """A context manager giving a text handle: a path is written atomically
+    (:func:`atomic_text`); an open handle is used as it is and left open."""
+    if hasattr(path_or_handle, "write"):
+        return contextlib.nullcontext(path_or_handle)
+    return atomic_text(path_or_handle)
+
+
 def check_writable(path: str | os.PathLike) -> None:
     """Raise :class:`~gpualign_plugin.errors.InputError` if ``path`` cannot be created.
 

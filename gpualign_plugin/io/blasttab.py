@@ -23,12 +23,11 @@ PAF), the raw score, ``bitscore`` as ``%.1f``, ``evalue`` as ``%.3e`` and the
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import IO, Iterable, Union
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.io.atomic import text_output
 
 BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend",
                  "sstart", "send", "evalue", "bitscore")
@@ -69,12 +68,6 @@ def format_bit_score(bits: float) -> str:
     return f"{bits:4.1f}"
 
 
-def _open(path_or_handle):
-    if hasattr(path_or_handle, "write"):
-        return contextlib.nullcontext(path_or_handle)
-    return atomic_text(path_or_handle)
-
-
 def blast_line(hit) -> str:
     """One BLAST tabular line (no newline) of a :class:`~gpualign_plugin.engines.search.Hit`."""
     a = hit.alignment
@@ -94,7 +87,7 @@ def write_blast_tab(path_or_handle: Union[str, os.PathLike, IO[str]], hits: Iter
     A path is written atomically (temporary name, renamed when complete); a
     handle is written to and left open.
     """
-    with _open(path_or_handle) as handle:
+    with text_output(path_or_handle) as handle:
         for hit in hits:
             handle.write(blast_line(hit) + "\n")
 
@@ -132,7 +125,7 @@ def write_hits_tsv(path_or_handle: Union[str, os.PathLike, IO[str]], result, sch
     coordinate convention), then the header line and one line per hit.
     """
     parameters = result.parameters
-    with _open(path_or_handle) as handle:
+    with text_output(path_or_handle) as handle:
         handle.write(f"# gpualign search: {scheme.describe()}; top {result.top} hits per query\n")
         handle.write(f"# database: {result.database_sequences} sequences, "
                      f"{result.database_residues} residues\n")

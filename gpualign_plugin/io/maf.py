@@ -11,12 +11,11 @@ the conversion happens here and nowhere else.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Iterable
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.io.atomic import text_output
 from gpualign_plugin.model import MultipleAlignment
 
 
@@ -36,11 +35,7 @@ def write_maf(path_or_handle, alignments: Iterable[MultipleAlignment],
         Lines written after the header, each prefixed with ``# `` (e.g. the command line
         and the scoring scheme).
     """
-    if isinstance(path_or_handle, (str, os.PathLike)):
-        context = atomic_text(path_or_handle)
-    else:
-        context = contextlib.nullcontext(path_or_handle)
-    with context as handle:
+    with text_output(path_or_handle) as handle:
         handle.write(f"##maf version=1 scoring={scoring}\n")
         for comment in comments:
             handle.write(f"# {comment}\n")

@@ -16,12 +16,11 @@ the query, as in minimap2.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import IO, Iterable, Union
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.io.atomic import text_output
 from gpualign_plugin.model import Alignment
 
 COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart", "tend",
@@ -53,11 +52,7 @@ def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
     alignments : iterable of Alignment
         Usually the output of :func:`~gpualign_plugin.engines.placement.place`.
     """
-    if hasattr(path_or_handle, "write"):
-        context = contextlib.nullcontext(path_or_handle)
-    else:
-        context = atomic_text(path_or_handle)
-    with context as handle:
+    with text_output(path_or_handle) as handle:
         for alignment in alignments:
             handle.write(paf_line(alignment) + "\n")
 

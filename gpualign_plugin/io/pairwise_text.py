@@ -54,13 +54,12 @@ Conventions:
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import IO, Iterable, Union
 
 import numpy as np
 
-from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.io.atomic import text_output
 from gpualign_plugin.model import Alignment
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_text
 
@@ -228,11 +227,7 @@ def write_pairwise_text(path_or_handle: Union[str, os.PathLike, IO[str]],
     alignments = list(alignments)
     if not isinstance(targets, dict):
         targets = {record.id: record for record in targets}
-    if hasattr(path_or_handle, "write"):
-        context = contextlib.nullcontext(path_or_handle)
-    else:
-        context = atomic_text(path_or_handle)
-    with context as handle:
+    with text_output(path_or_handle) as handle:
         handle.write(_header(scheme, command_line, len(alignments)))
         for alignment in alignments:
             handle.write(format_alignment(alignment, queries[alignment.query_id],
