@@ -27,6 +27,10 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     os.close(fd)
     try:
         yield tmp
+        # mkstemp creates 0600; give the file the permissions a plain open() would (umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -1,0 +1,52 @@
+"""Atomic outputs: complete files only, ordinary permissions, and all-or-none sets of outputs."""
+
+import io
+import os
+import stat
+
+import pytest
+
+from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable, text_output
+from gpualign_plugin.errors import InputError
+
+
+def test_a_finished_file_gets_the_permissions_of_a_plain_open(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        with atomic_text(tmp_path / "out.txt") as handle:
+            handle.write("done\n")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "out.txt").st_mode) == 0o644
+    assert (tmp_path / "out.txt").read_text() == "done\n"
+
+
+def test_a_failure_inside_leaves_neither_the_file_nor_a_temporary(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic_text(tmp_path / "out.txt") as handle:
+            handle.write("half")
+            raise RuntimeError("interrupted")
+    assert os.listdir(tmp_path) == []
+
+
+def test_all_or_none_removes_every_output_already_written(tmp_path):
+    first = tmp_path / "a.txt"
+    with pytest.raises(ValueError):
+        with all_or_none() as written:
+            first.write_text("complete")
+            written.append(str(first))
+            written.append(str(tmp_path / "never-made.bai"))
+            raise ValueError("second output failed")
+    assert os.listdir(tmp_path) == []
+
+
+def test_text_output_leaves_an_open_handle_open():
+    buffer = io.StringIO()
+    with text_output(buffer) as handle:
+        handle.write("x")
+    assert not buffer.closed and buffer.getvalue() == "x"
+
+
+def test_check_writable_names_a_missing_directory(tmp_path):
+    with pytest.raises(InputError, match="output directory does not exist"):
+        check_writable(tmp_path / "missing" / "x.bam")
