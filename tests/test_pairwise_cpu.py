@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpualign_plugin.engines.pairwise import (MODES, PairAlignment, align_batch, align_pair,
-                                              align_sequences, score_batch, score_pair)
+from gpualign_plugin.engines import pairwise
+from gpualign_plugin.engines.pairwise import (MODES, PairAlignment, PairScore, align_batch,
+                                              align_pair, align_sequences, score_batch, score_pair,
+                                              score_pair_tiled)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Cigar, score_cigar
 from gpualign_plugin.scoring import (ScoringScheme, reverse_complement_codes,
@@ -336,3 +338,82 @@ def test_property_local_and_global_scores_are_symmetric(q_text, t_text, mode):
     q = scheme.alphabet.encode(q_text)
     t = scheme.alphabet.encode(t_text)
     assert score_pair(q, t, scheme, mode).score == score_pair(t, q, scheme, mode).score
+
+
+# The tiled wavefront kernel (score_pair with several threads on long pairs). Tiny
+# tiles make thousands of tiles per pair, so every boundary and corner hand-over and
+# the lexicographic reduction of per-tile bests is exercised on short sequences.
+
+TILE_SIZES = (1, 2, 3, 7, 16)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tiled_score_equals_row_kernel_on_random_cases(mode):
+    rng = np.random.default_rng(900 + MODES.index(mode))
+    for case in range(1500):
+        # Mostly short pairs (many tiles each), some up to 300 residues.
+        scheme, q, t = random_case(rng, 300 if case % 10 == 0 else 40,
+                                   tie_heavy=True if case % 3 == 0 else None)
+        tile_rows = int(rng.choice(TILE_SIZES))
+        tile_cols = int(rng.choice(TILE_SIZES))
+        expected = score_pair(q, t, scheme, mode, threads=1)
+        assert score_pair_tiled(q, t, scheme, mode, tile_rows, tile_cols, threads=2) == \
+            expected, (scheme.name, len(q), len(t), tile_rows, tile_cols)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tiled_score_equals_the_plain_python_oracle(mode):
+    rng = np.random.default_rng(950 + MODES.index(mode))
+    for _ in range(60):
+        scheme, q, t = random_case(rng, 30)
+        score, _, query_end, _, target_end, _ = run_oracle(q, t, scheme, mode)
+        tiles = int(rng.choice(TILE_SIZES)), int(rng.choice(TILE_SIZES))
+        assert score_pair_tiled(q, t, scheme, mode, *tiles, threads=2) == \
+            PairScore(score, query_end, target_end)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tiled_score_on_tie_heavy_repeats_and_edge_shapes(mode):
+    # Repeats make many cells share the maximum, so the end cell rests on the tie rule;
+    # tiles as tall or wide as the matrix give one tile row or one tile column.
+    dna = ScoringScheme.dna()
+    protein = ScoringScheme.from_matrix("BLOSUM62")
+    texts = [(dna, "AC" * 60, "CA" * 97 + "C"), (dna, "A" * 150, "A" * 73),
+             (dna, "ACG" * 9, "ACG" * 41), (dna, "", "ACGT"), (dna, "ACGT", ""), (dna, "", ""),
+             (dna, "T", "A" * 40), (dna, "A" * 40, "T"), (protein, "WY" * 50, "YW" * 31),
+             (protein, "KKKKKKKK" * 9, "K" * 200)]
+    for scheme, q_text, t_text in texts:
+        q, t = scheme.alphabet.encode(q_text), scheme.alphabet.encode(t_text)
+        expected = score_pair(q, t, scheme, mode, threads=1)
+        for tile_rows, tile_cols in [(1, 1), (2, 3), (7, 16), (len(q) + 1, 1), (1, len(t) + 1),
+                                     (len(q) + 5, 3), (3, len(t) + 5), (400, 400)]:
+            assert score_pair_tiled(q, t, scheme, mode, tile_rows, tile_cols, threads=2) == \
+                expected, (q_text, t_text, tile_rows, tile_cols)
+
+
+def test_score_pair_takes_the_tiled_path_on_long_pairs_with_the_same_result(monkeypatch):
+    calls = []
+    tiled = pairwise._score_tiled
+    monkeypatch.setattr(pairwise, "_score_tiled",
+                        lambda *args: calls.append(args[5:]) or tiled(*args))
+    rng = np.random.default_rng(990)
+    scheme = ScoringScheme.dna()
+    target = rng.integers(0, 4, 8200, dtype=np.uint8)
+    query = target[150:].copy()
+    query[rng.integers(0, len(query), 800)] = rng.integers(0, 4, 800, dtype=np.uint8)
+    for mode in MODES:
+        single = score_pair(query, target, scheme, mode, threads=1)
+        assert score_pair(query, target, scheme, mode, threads=2) == single
+    # One tiled call per mode with tiles of about 8 per thread along each side.
+    assert calls == [(504, 513, 2)] * 3
+
+
+def test_tiled_arguments_are_checked():
+    scheme = ScoringScheme.dna()
+    codes = scheme.alphabet.encode("ACGT")
+    with pytest.raises(ValueError, match="tiles"):
+        score_pair_tiled(codes, codes, scheme, "local", 0, 4)
+    with pytest.raises(ValueError, match="threads"):
+        score_pair(codes, codes, scheme, "local", threads=0)
+    with pytest.raises(ValueError, match="mode"):
+        score_pair_tiled(codes, codes, scheme, "glocal", 2, 2)
