@@ -166,3 +166,15 @@ def test_1mbp_related_pair_alignment_rescored():
     assert score_cigar(got.cigar, piece_q, piece_t, BENCH_SCHEME) == got.score
     # The pair is related end to end: the local alignment spans most of both sequences.
     assert got.query_end - got.query_start > 900_000
+
+
+@pytest.mark.parametrize("mode, length", [("local", 1_000_000), ("global", 300_000)])
+def test_long_pair_score_equals_tiled_cpu_score_on_all_cores(mode, length):
+    # Issue 5: the GPU score equals the CPU engine's run on every core of the GPU machine
+    # (the tiled wavefront kernel; 1 Mbp x 1 Mbp is 10^12 cells, a few minutes on 16 cores).
+    import numba
+
+    q, t = related_pair(length, length, 0.02, 9)
+    threads = numba.config.NUMBA_NUM_THREADS
+    assert gpu().score_pair(q, t, BENCH_SCHEME, mode) == \
+        cpu.score_pair(q, t, BENCH_SCHEME, mode, threads=threads)
