@@ -34,3 +34,17 @@ def test_score_and_alignment_rows_report_the_same_optimum(capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("score ", "align "))]
     summaries = [line[line.index("score ", 5):].split(" cigar")[0] for line in rows]
     assert len(rows) == 2 and summaries[0] == summaries[1]
+
+
+def test_cpu_threads_tile_the_score_row_and_the_row_says_so(capsys):
+    import numba
+
+    assert main(["bench", "--backend", "cpu", "--tasks", "score,align", "--sizes", "8000x8000",
+                 "--cpu-threads", "2", "--repeat", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("score ", "align "))]
+    threads = min(2, numba.config.NUMBA_NUM_THREADS)
+    assert rows[0].split()[1:3] == ["cpu,", str(threads)] and rows[1].split()[1:3] == ["cpu,", "1"]
+    # The tiled score row finds the optimum and end cell of the single-threaded alignment.
+    summaries = [line[line.index("score ", 5):].split(" cigar")[0] for line in rows]
+    assert summaries[0] == summaries[1]
+    assert main(["bench", "--backend", "cpu", "--tasks", "score", "--cpu-threads", "-1"]) == 2

@@ -28,6 +28,7 @@ TASKS = ("score", "align", "batch", "syntenic", "align3", "fold", "search")
 EPILOG = """examples:
   gpualign bench                                  # local score-only and alignment at 20 kbp, the batch workload
   gpualign bench --tasks score --sizes 20000x20000 --threads 1
+  gpualign bench --tasks score --sizes 100000x100000 --cpu-threads 0   # one pair on every core
   gpualign bench --backend gpu --sizes 100000x100000,1000000x1000000 --cpu-max-cells 1e10
   gpualign bench --tasks syntenic,align3,fold --sizes 20000x20000
   gpualign bench --tasks search --search-query queries.fa.gz --search-db db.fa.gz --repeat 1"""
@@ -56,6 +57,9 @@ def register(subparsers) -> None:
                              "comparison; cpu: the CPU only [auto]")
     parser.add_argument("--device", type=int, default=0, metavar="N")
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads for batch (0 = all)")
+    parser.add_argument("--cpu-threads", type=int, default=1, metavar="N",
+                        help="CPU threads for the score row (0 = all; above 1, long pairs use the tiled "
+                             "wavefront kernel) [1]")
     parser.add_argument("--repeat", type=int, default=3, metavar="N", help="timed runs per row; median [3]")
     parser.add_argument("--cpu-max-cells", type=float, default=2e10, metavar="N",
                         help="skip CPU score/align rows larger than this many cells [2e10]")
@@ -178,6 +182,7 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
     if unknown:
         raise InputError(f"unknown bench task(s) {', '.join(unknown)}; choose from {', '.join(TASKS)}")
     engines = _engines(args.backend, args.device)
+    cpu_threads = _cpu_threads(args.cpu_threads)
     rows: list[Row] = []
     for size_text in args.sizes.split(",") if {"score", "align"} & set(tasks) else []:
         m, n = parse_size(size_text)
@@ -192,14 +197,24 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
                                     f"skipped (> --cpu-max-cells {args.cpu_max_cells:g})"))
                     continue
                 function = module.score_pair if task == "score" else module.align_pair
-                kwargs = {"device": args.device} if name == "gpu" else {}
+                engine = name
+                if name == "gpu":
+                    kwargs = {"device": args.device}
+                elif task == "score":
+                    kwargs = {"threads": cpu_threads}
+                    # Pairs too small to tile run on one thread whatever is allowed.
+                    used = cpu_threads if module.tile_shape(m, n, cpu_threads) else 1
+                    engine = f"cpu, {used} thread{'s' if used > 1 else ''}"
+                else:
+                    kwargs = {}
+                    engine = "cpu, 1 thread"
                 seconds, result = _time(lambda: function(query, target, scheme, args.mode, **kwargs),
                                         args.repeat)
                 results[name] = result
                 summary = f"score {result.score} end ({result.query_end},{result.target_end})"
                 if task == "align":
                     summary += f" cigar runs {len(result.cigar)}"
-                rows.append(Row(task, name, device, f"{m}x{n}", seconds, m * n, _gpu_memory(name), summary))
+                rows.append(Row(task, engine, device, f"{m}x{n}", seconds, m * n, _gpu_memory(name), summary))
             if len(results) == 2:
                 rows[-1].agrees = "yes" if results["cpu"] == results["gpu"] else "NO"
     if "batch" in tasks:
@@ -213,6 +228,15 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
     if "search" in tasks:
         rows.extend(_search_rows(args))
     return rows
+
+
+def _cpu_threads(requested: int) -> int:
+    import numba
+
+    if requested < 0:
+        raise InputError(f"--cpu-threads must be 0 or more, got {requested}")
+    available = numba.config.NUMBA_NUM_THREADS
+    return available if requested == 0 else min(requested, available)
 
 
 def _batch_rows(args, scheme) -> list[Row]:

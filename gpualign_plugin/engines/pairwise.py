@@ -134,15 +134,31 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
     threads = _thread_count(threads)
-    tile_rows, tile_cols = _tile_size(len(q), threads), _tile_size(len(t), threads)
-    if (threads > 1 and len(q) * len(t) >= TILED_MIN_CELLS and len(q) >= 2 * tile_rows
-            and len(t) >= 2 * tile_cols):
-        return _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols, threads)
+    tiles = tile_shape(len(q), len(t), threads)
+    if tiles is not None:
+        return _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads)
     return _score(q, t, matrix, scheme, mode_code)
 
 
 TILED_MIN_CELLS = 50_000_000
 """Smallest ``m * n`` for which :func:`score_pair` uses the tiled kernel (it pays off well above)."""
+
+
+def tile_shape(query_length: int, target_length: int, threads: int) -> tuple[int, int] | None:
+    """The tiles :func:`score_pair` uses for a pair with ``threads`` threads, or ``None``.
+
+    Returns
+    -------
+    (int, int) or None
+        ``(tile_rows, tile_cols)`` in cells when the tiled kernel runs (more than
+        one thread, at least :data:`TILED_MIN_CELLS` cells and two tiles per
+        side); ``None`` when the single-threaded row kernel runs.
+    """
+    tile_rows, tile_cols = _tile_size(query_length, threads), _tile_size(target_length, threads)
+    if (threads > 1 and query_length * target_length >= TILED_MIN_CELLS
+            and query_length >= 2 * tile_rows and target_length >= 2 * tile_cols):
+        return tile_rows, tile_cols
+    return None
 
 
 def _thread_count(threads: int | None) -> int:
