@@ -23,7 +23,8 @@ from gpualign_plugin.model import MultipleAlignment
 from gpualign_plugin.engines.search import Hit, SearchResult, score_database, search
 from gpualign_plugin.io.blasttab import write_blast_tab
 from gpualign_plugin.engines.pairwise import (PairAlignment, PairScore, align_batch, align_pair,
-                                              align_sequences, score_batch, score_pair)
+                                              align_sequences, score_batch, score_pair,
+                                              score_pair_tiled)
 from gpualign_plugin.engines.genome_compare import Difference, GenomeComparison, compare_genomes
 from gpualign_plugin.simulate import PlantedEvent, SimulationParameters, simulate_genome
 
@@ -31,7 +32,7 @@ __all__ = [
     "Difference", "GenomeComparison", "PlantedEvent", "SimulationParameters", "compare_genomes",
     "simulate_genome",
     "PairAlignment", "PairScore", "align_batch", "align_pair", "align_sequences", "score_batch",
-    "score_pair",
+    "score_pair", "score_pair_tiled",
     "Hit", "SearchResult", "score_database", "search", "write_blast_tab",
     "Fold", "MultipleAlignment", "Region", "align3", "align3_score", "fold", "read_maf", "write_maf",
     "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
