@@ -121,7 +121,10 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         ``'local'``, ``'global'`` or ``'semiglobal'``.
     threads : int, optional
         CPU threads (at most Numba's ``NUMBA_NUM_THREADS``); default
-        ``numba.get_num_threads()``.
+        ``numba.get_num_threads()``. Callers that score pairs from several
+        Python threads at once should pass ``1`` (one core per pair, no
+        oversubscription; Numba's ``workqueue`` threading layer also refuses
+        concurrent parallel kernels).
 
     Returns
     -------
