@@ -391,7 +391,7 @@ def test_tiled_score_on_tie_heavy_repeats_and_edge_shapes(mode):
                 expected, (q_text, t_text, tile_rows, tile_cols)
 
 
-def test_score_pair_takes_the_tiled_path_on_long_pairs_with_the_same_result(monkeypatch):
+def test_long_pairs_take_the_tiled_path_with_the_same_result(monkeypatch):
     calls = []
     tiled = pairwise._score_tiled
     monkeypatch.setattr(pairwise, "_score_tiled",
@@ -404,8 +404,13 @@ def test_score_pair_takes_the_tiled_path_on_long_pairs_with_the_same_result(monk
     for mode in MODES:
         single = score_pair(query, target, scheme, mode, threads=1)
         assert score_pair(query, target, scheme, mode, threads=2) == single
-    # One tiled call per mode with tiles of about 8 per thread along each side.
-    assert calls == [(504, 513, 2)] * 3
+        # align_pair's end-cell pass tiles too; the traceback then follows the same path.
+        alignment = align_pair(query, target, scheme, mode, threads=2)
+        assert alignment == align_pair(query, target, scheme, mode)
+        assert (alignment.score, alignment.query_end, alignment.target_end) == \
+            (single.score, single.query_end, single.target_end)
+    # Two tiled calls per mode with tiles of about 8 per thread along each side.
+    assert calls == [(504, 513, 2)] * 6
 
 
 def test_tiled_arguments_are_checked():

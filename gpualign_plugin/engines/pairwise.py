@@ -136,11 +136,7 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         If the scores could overflow 32-bit integers.
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
-    threads = _thread_count(threads)
-    tiles = tile_shape(len(q), len(t), threads)
-    if tiles is not None:
-        return _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads)
-    return _score(q, t, matrix, scheme, mode_code)
+    return _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads))
 
 
 TILED_MIN_CELLS = 50_000_000
@@ -149,6 +145,13 @@ TILED_MIN_CELLS = 50_000_000
 
 def tile_shape(query_length: int, target_length: int, threads: int) -> tuple[int, int] | None:
     """The tiles :func:`score_pair` uses for a pair with ``threads`` threads, or ``None``.
+
+    Parameters
+    ----------
+    query_length, target_length : int
+        Residues of the query (rows) and target (columns).
+    threads : int
+        Threads allowed.
 
     Returns
     -------
@@ -177,6 +180,13 @@ def _tile_size(length: int, threads: int) -> int:
     # and down are short; at least 256 so a wave's work outweighs its start,
     # at most 2048 so a tile's row state stays in the core's cache.
     return min(2048, max(256, -(-length // (8 * threads))))
+
+
+def _end_cell(q, t, matrix, scheme, mode_code, threads: int) -> PairScore:
+    tiles = tile_shape(len(q), len(t), threads)
+    if tiles is None:
+        return _score(q, t, matrix, scheme, mode_code)
+    return _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads)
 
 
 def _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols, threads) -> PairScore:
@@ -293,7 +303,7 @@ _EMPTY = PairAlignment(0, 0, 0, 0, 0, Cigar(()))
 
 
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
-               memory_budget: int = DEFAULT_MEMORY_BUDGET) -> PairAlignment:
+               memory_budget: int = DEFAULT_MEMORY_BUDGET, threads: int = 1) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR.
 
     The end cell comes from :func:`score_pair`; the traceback then uses one
@@ -315,13 +325,16 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         ``'local'``, ``'global'`` or ``'semiglobal'``.
     memory_budget : int
         Bytes of direction information held at once (default 256 MiB).
+    threads : int
+        Threads of the end-cell pass, as for :func:`score_pair` (default 1:
+        callers align pairs from thread pools); the traceback runs on one.
 
     Returns
     -------
     PairAlignment
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
-    end = _score(q, t, matrix, scheme, mode_code)
+    end = _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads))
     if mode_code == kernels.LOCAL and end.score <= 0:
         return _EMPTY
     problem = GotohProblem(q, t, matrix, scheme, mode_code)
