@@ -7,36 +7,35 @@ written tie-breaking rules shared by every engine).
 
 __version__ = "0.1.0"
 
-from gpualign_plugin.errors import BackendUnavailable, InputError
-from gpualign_plugin.io.fasta import iter_fasta, read_fasta
-from gpualign_plugin.engines.placement import place
-from gpualign_plugin.io.paf import read_paf, write_paf
-from gpualign_plugin.io.pairwise_text import write_pairwise_text
-from gpualign_plugin.io.sam import merge_bams, write_alignments
-from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock
-from gpualign_plugin.engines.syntenic import syntenic, syntenic_align, syntenic_score
-from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
 from gpualign_plugin.engines.align3 import Region, align3, align3_score
 from gpualign_plugin.engines.fold import Fold, fold
-from gpualign_plugin.io.maf import read_maf, write_maf
-from gpualign_plugin.model import MultipleAlignment
-from gpualign_plugin.engines.search import Hit, SearchResult, score_database, search
-from gpualign_plugin.io.blasttab import write_blast_tab
+from gpualign_plugin.engines.genome_compare import Difference, GenomeComparison, compare_genomes
 from gpualign_plugin.engines.pairwise import (PairAlignment, PairScore, align_batch, align_pair,
                                               align_sequences, score_batch, score_pair,
                                               score_pair_tiled)
-from gpualign_plugin.engines.genome_compare import Difference, GenomeComparison, compare_genomes
+from gpualign_plugin.engines.placement import place
+from gpualign_plugin.engines.search import Hit, SearchResult, score_database, search
+from gpualign_plugin.engines.syntenic import syntenic, syntenic_align, syntenic_score
+from gpualign_plugin.errors import BackendUnavailable, InputError
+from gpualign_plugin.io.blasttab import write_blast_tab
+from gpualign_plugin.io.fasta import iter_fasta, read_fasta
+from gpualign_plugin.io.maf import read_maf, write_maf
+from gpualign_plugin.io.paf import read_paf, write_paf
+from gpualign_plugin.io.pairwise_text import write_pairwise_text
+from gpualign_plugin.io.sam import merge_bams, write_alignments
+from gpualign_plugin.model import (Alignment, Cigar, MultipleAlignment, SyntenicAlignment,
+                                   SyntenicBlock)
+from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
 from gpualign_plugin.simulate import PlantedEvent, SimulationParameters, simulate_genome
 
 __all__ = [
-    "Difference", "GenomeComparison", "PlantedEvent", "SimulationParameters", "compare_genomes",
-    "simulate_genome",
-    "PairAlignment", "PairScore", "align_batch", "align_pair", "align_sequences", "score_batch",
-    "score_pair", "score_pair_tiled",
-    "Hit", "SearchResult", "score_database", "search", "write_blast_tab",
-    "Fold", "MultipleAlignment", "Region", "align3", "align3_score", "fold", "read_maf", "write_maf",
-    "Alignment", "BackendUnavailable", "Cigar", "DNA", "InputError", "PROTEIN", "ScoringScheme",
-    "Sequence", "SyntenicAlignment", "SyntenicBlock", "iter_fasta", "merge_bams", "place",
-    "read_fasta", "read_paf", "syntenic", "syntenic_align", "syntenic_score", "write_alignments",
-    "write_paf", "write_pairwise_text",
+    "align3", "align3_score", "align_batch", "align_pair", "align_sequences", "Alignment",
+    "BackendUnavailable", "Cigar", "compare_genomes", "Difference", "DNA", "Fold", "fold",
+    "GenomeComparison", "Hit", "InputError", "iter_fasta", "merge_bams", "MultipleAlignment",
+    "PairAlignment", "PairScore", "place", "PlantedEvent", "PROTEIN", "read_fasta", "read_maf",
+    "read_paf", "Region", "score_batch", "score_database", "score_pair", "score_pair_tiled",
+    "ScoringScheme", "search", "SearchResult", "Sequence", "simulate_genome",
+    "SimulationParameters", "syntenic", "syntenic_align", "syntenic_score", "SyntenicAlignment",
+    "SyntenicBlock", "write_alignments", "write_blast_tab", "write_maf", "write_paf",
+    "write_pairwise_text",
 ]
