@@ -70,8 +70,14 @@ def _prepare(query_codes, target_codes, scheme: ScoringScheme, block_penalty: in
     return q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32), int(block_penalty)
 
 
-def syntenic_score(query_codes, target_codes, scheme: ScoringScheme, block_penalty: int) -> int:
-    """Optimal syntenic alignment score in O(min(m, n)) memory.
+def _check_backend(backend: str) -> None:
+    if backend not in ("cpu", "gpu"):
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+
+
+def syntenic_score(query_codes, target_codes, scheme: ScoringScheme, block_penalty: int,
+                   backend: str = "cpu", device: int = 0) -> int:
+    """Optimal syntenic alignment score in O(min(m, n)) memory (GPU: O(m + n)).
 
     Parameters
     ----------
@@ -81,23 +87,35 @@ def syntenic_score(query_codes, target_codes, scheme: ScoringScheme, block_penal
         Substitution matrix and gap costs (a gap of ``k`` costs ``open + k*extend``).
     block_penalty : int
         Cost ``d`` (positive) of one difference block.
+    backend : str
+        ``'cpu'`` (Numba) or ``'gpu'`` (:mod:`gpualign_plugin.gpu.syntenic`), an
+        already resolved backend (see :func:`gpualign_plugin.backend.resolve_backend`).
+    device : int
+        CUDA device ordinal for the GPU backend.
 
     Returns
     -------
     int
-        ``S(m, n)`` of docs/ALGORITHMS.md ("Syntenic"). This is the function
-        ``gpualign bench`` times; it computes ``m * n`` cells.
+        ``S(m, n)`` of docs/ALGORITHMS.md ("Syntenic"), the same on both backends.
+        This is the function ``gpualign bench`` times; it computes ``m * n`` cells.
 
     Raises
     ------
     InputError
         A block penalty below 1, or scores that could overflow 32-bit integers.
+    GpuMemoryError
+        GPU backend: the sequences and one row and column of state do not fit.
     """
+    _check_backend(backend)
     q, t, matrix, d = _prepare(query_codes, target_codes, scheme, block_penalty)
     # The recurrence is symmetric under transposition (I and D cost alike), so the
     # rows run over the longer sequence and the row buffers hold the shorter one.
     if len(t) > len(q):
         q, t, matrix = t, q, np.ascontiguousarray(matrix.T)
+    if backend == "gpu" and len(q) > 0:
+        from gpualign_plugin.gpu.syntenic import sweep_score
+
+        return sweep_score(q, t, matrix, scheme, d, device)
     S, I, H = kernels.new_row(len(t) + 1)
     kernels.fill_rows(q, t, matrix, scheme.gap_open, scheme.gap_extend, d, 0, len(q), len(t) + 1,
                       S, I, H, kernels.NO_FLAGS)
@@ -223,7 +241,8 @@ def _blocks(moves: np.ndarray, query, target, scheme: ScoringScheme,
 
 
 def syntenic_align(query_codes, target_codes, scheme: ScoringScheme, block_penalty: int,
-                   memory_budget: int = DEFAULT_MEMORY_BUDGET, progress=None) -> SyntenicAlignment:
+                   memory_budget: int = DEFAULT_MEMORY_BUDGET, progress=None, backend: str = "cpu",
+                   device: int = 0) -> SyntenicAlignment:
     """Optimal syntenic alignment with its matching regions and difference blocks.
 
     The traceback uses one direction byte per cell when ``m * (n + 1)`` bytes fit
@@ -246,6 +265,12 @@ def syntenic_align(query_codes, target_codes, scheme: ScoringScheme, block_penal
         Called with the number of DP cells computed after each band (for a
         progress bar); the total is about ``m * n`` when everything fits the
         budget and two to three times that when it does not.
+    backend : str
+        ``'cpu'`` or ``'gpu'`` (resolved). The GPU computes the bands (the same
+        values and direction bytes); the traceback walk stays on the CPU, so both
+        give the same alignment. The budget also bounds the GPU's direction bytes.
+    device : int
+        CUDA device ordinal for the GPU backend.
 
     Returns
     -------
@@ -257,9 +282,17 @@ def syntenic_align(query_codes, target_codes, scheme: ScoringScheme, block_penal
     ------
     InputError
         A block penalty below 1, or scores that could overflow 32-bit integers.
+    GpuMemoryError
+        GPU backend: a band does not fit in free GPU memory.
     """
+    _check_backend(backend)
     q, t, matrix, d = _prepare(query_codes, target_codes, scheme, block_penalty)
-    problem = SyntenicProblem(q, t, matrix, scheme, d, progress)
+    if backend == "gpu":
+        from gpualign_plugin.gpu.syntenic import GpuSyntenicProblem
+
+        problem = GpuSyntenicProblem(q, t, matrix, scheme, d, progress, device)
+    else:
+        problem = SyntenicProblem(q, t, matrix, scheme, d, progress)
     if len(q) == 0:
         # No band holds row m = 0: the whole path lies on row 0.
         problem.score = int(problem.initial_state(len(t) + 1)[0, len(t)])
@@ -273,7 +306,8 @@ def syntenic_align(query_codes, target_codes, scheme: ScoringScheme, block_penal
 
 
 def syntenic(query: Sequence, target: Sequence, scheme: ScoringScheme, block_penalty: int,
-             memory_budget: int = DEFAULT_MEMORY_BUDGET, progress=None) -> SyntenicAlignment:
+             memory_budget: int = DEFAULT_MEMORY_BUDGET, progress=None, backend: str = "cpu",
+             device: int = 0) -> SyntenicAlignment:
     """Syntenic alignment of two records (see :func:`syntenic_align`), ids filled in.
 
     Parameters
@@ -288,11 +322,13 @@ def syntenic(query: Sequence, target: Sequence, scheme: ScoringScheme, block_pen
         Bytes of direction information held at once.
     progress : callable, optional
         Called with DP cells done, as in :func:`syntenic_align`.
+    backend, device
+        ``'cpu'`` or ``'gpu'`` and the CUDA device, as in :func:`syntenic_align`.
 
     Returns
     -------
     SyntenicAlignment
     """
     result = syntenic_align(query.codes, target.codes, scheme, block_penalty, memory_budget,
-                            progress)
+                            progress, backend, device)
     return replace(result, query_id=query.id, target_id=target.id)

@@ -1,0 +1,161 @@
+"""Syntenic alignment (Huang & Chao, difference blocks) with its DP fill on one GPU.
+
+The GPU replaces only the fill of :func:`~gpualign_plugin.engines.syntenic_kernels.fill_rows`:
+:class:`GpuSyntenicProblem` is :class:`~gpualign_plugin.engines.syntenic.SyntenicProblem`
+with ``forward`` and ``directions`` computed on the device, so the checkpoint driver
+(:mod:`~gpualign_plugin.engines.checkpoint`), the traceback walk, row 0 and the
+regions stay the CPU's code and the result is the CPU engine's by construction.
+:func:`sweep_score` is one full device sweep keeping one row (``S, I, H``) and one
+column (``S, D, H``) of state: O(m + n) device memory.
+
+Kernel (``gpu/syntenic.cu``): a band of rows is cut into tiles of :data:`TILE_ROWS`
+x :data:`TILE_COLS` cells; one launch per anti-diagonal of tiles, one block per
+tile, the state crossing tile edges in global memory. Launches on one stream run in
+order, so no tile waits on another inside a launch.
+
+Memory. A band of ``rows x width`` holds ``12 (rows + width)`` bytes of edge state,
+``12 width`` per saved row and, for ``directions``, ``rows * width`` direction bytes
+(copied to the host for the walk); the driver's ``memory_budget`` bounds the last
+two. :func:`~gpualign_plugin.gpu.kernels.check_memory` runs before each band.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpualign_plugin.engines.syntenic import SyntenicProblem
+from gpualign_plugin.gpu import kernels
+from gpualign_plugin.scoring import ScoringScheme
+
+TILE_ROWS = 64
+"""Rows of a tile: one thread each (the block size)."""
+TILE_COLS = 256
+"""Columns of a tile: a block sweeps ``TILE_ROWS + TILE_COLS - 1`` anti-diagonals of it."""
+_SOURCE = "syntenic.cu"
+
+
+class _Device:
+    """Sequences and scores of one problem on one device, and the band sweep over them."""
+
+    def __init__(self, query, target, matrix, scheme: ScoringScheme, block_penalty: int, device: int):
+        import cupy
+
+        self.cupy = cupy
+        self.device = device
+        self.alpha = int(matrix.shape[0])
+        self.costs = (np.int32(scheme.gap_open + scheme.gap_extend), np.int32(scheme.gap_extend),
+                      np.int32(block_penalty))
+        with cupy.cuda.Device(device):
+            kernels.check_memory(len(query) + len(target) + 4 * matrix.size + 4096,
+                                 "the syntenic sequences")
+            # One padding byte keeps empty sequences valid device pointers.
+            self.query = cupy.asarray(np.append(query, np.uint8(0)))
+            self.target = cupy.asarray(np.append(target, np.uint8(0)))
+            self.matrix = cupy.asarray(np.ascontiguousarray(matrix, dtype=np.int32))
+
+    def sweep(self, r0: int, rows: int, top: np.ndarray, width: int, save_rows=(),
+              directions: bool = False):
+        """Compute rows ``r0+1..r0+rows`` over columns ``0..width-1`` from ``top`` (row ``r0``).
+
+        Parameters
+        ----------
+        r0, rows : int
+            The band: ``rows >= 1`` rows below row ``r0``.
+        top : numpy.ndarray
+            ``int32`` state ``(S, I, H)`` of row ``r0``, at least ``width`` columns.
+        width : int
+            Columns ``0..width-1`` (``>= 1``).
+        save_rows : sequence of int
+            Rows (in ``r0+1..r0+rows``) whose state is returned.
+        directions : bool
+            Also return the direction bytes, ``(rows, width)`` ``uint8``.
+
+        Returns
+        -------
+        (numpy.ndarray, list of numpy.ndarray, numpy.ndarray or None)
+            The state of row ``r0 + rows``, the states of ``save_rows`` (each ``(3, width)``
+            ``int32``) and the direction bytes.
+        """
+        cp = self.cupy
+        tile_rows = -(-rows // TILE_ROWS)
+        tile_cols = -(-width // TILE_COLS)
+        saves = len(save_rows)
+        needed = (12 * (rows + width) + 8 * rows + 4 * tile_rows + 12 * saves * width
+                  + (rows * width if directions else 0) + 4096)
+        with cp.cuda.Device(self.device):
+            kernels.check_memory(needed, f"a syntenic band of {rows} x {width}")
+            row = cp.asarray(np.ascontiguousarray(top[:, :width], dtype=np.int32))
+            column = cp.empty((3, rows), dtype=cp.int32)
+            corner = cp.empty(tile_rows, dtype=cp.int32)
+            slots = saved = None
+            if saves:
+                index = np.full(rows, -1, dtype=np.int32)
+                index[np.asarray(save_rows, dtype=np.int64) - r0 - 1] = np.arange(saves, dtype=np.int32)
+                slots = cp.asarray(index)
+                saved = cp.empty((saves, 3, width), dtype=cp.int32)
+            dirs = cp.empty((rows, width), dtype=cp.uint8) if directions else None
+            name = f"syntenic_tile_diagonal<{TILE_ROWS},{TILE_COLS},{'true' if directions else 'false'}>"
+            kernel = kernels.get_kernel(self.device, _SOURCE, name)
+            null = np.uint64(0)
+            i32 = np.int32
+            head = (self.query, self.target, self.matrix, i32(self.alpha), *self.costs, i32(r0),
+                    i32(rows), i32(width))
+            tail = (i32(tile_rows), i32(tile_cols), row[0], row[1], row[2], column[0], column[1],
+                    column[2], corner, slots if slots is not None else null,
+                    saved if saved is not None else null, dirs if dirs is not None else null)
+            shared = 4 * self.alpha * self.alpha
+            sizes = f"band of rows {r0 + 1}..{r0 + rows} x {width} columns"
+            for diagonal in range(tile_rows + tile_cols - 1):
+                first = max(0, diagonal - (tile_cols - 1))
+                tiles = min(diagonal, tile_rows - 1) - first + 1
+                kernels.launch(kernel, name, tiles, TILE_ROWS, head + (i32(diagonal),) + tail, shared,
+                               sizes, sync=False)
+            kernels.synchronize(f"computing the syntenic {sizes}")
+            states = list(saved.get()) if saved is not None else []
+            return row.get(), states, dirs.get() if dirs is not None else None
+
+
+class GpuSyntenicProblem(SyntenicProblem):
+    """:class:`~gpualign_plugin.engines.syntenic.SyntenicProblem` whose bands are computed on a GPU.
+
+    ``initial_state`` (row 0), ``trace`` and the collected moves are the CPU
+    class's; ``forward`` and ``directions`` return the same arrays as the CPU's,
+    computed by ``gpu/syntenic.cu``.
+    """
+
+    def __init__(self, query, target, matrix, scheme: ScoringScheme, block_penalty: int,
+                 progress=None, device: int = 0):
+        super().__init__(query, target, matrix, scheme, block_penalty, progress)
+        self.gpu = _Device(query, target, matrix, scheme, block_penalty, device)
+
+    def _advance(self, cells: int) -> None:
+        if self.progress is not None:
+            self.progress(cells)
+
+    def forward(self, r0: int, top: np.ndarray, width: int, save_rows) -> list:
+        """States of the rows in ``save_rows``, computed from ``top`` (row ``r0``) on the GPU."""
+        rows = save_rows[-1] - r0
+        _, saved, _ = self.gpu.sweep(r0, rows, top, width, save_rows)
+        self._advance(rows * width)
+        return saved
+
+    def directions(self, r0: int, r1: int, top: np.ndarray, width: int) -> np.ndarray:
+        """Direction bytes of rows ``r0+1..r1`` over columns ``0..width-1``, computed on the GPU."""
+        last, _, flags = self.gpu.sweep(r0, r1 - r0, top, width, directions=True)
+        if r1 == len(self.query) and width == len(self.target) + 1:
+            self.score = int(last[0, width - 1])
+        self._advance((r1 - r0) * width)
+        return flags
+
+
+def sweep_score(query, target, matrix, scheme: ScoringScheme, block_penalty: int, device: int = 0) -> int:
+    """``S(m, n)`` from one device sweep over rows ``1..m`` (inputs as prepared by the CPU engine).
+
+    ``query`` must be non-empty. Called by
+    :func:`gpualign_plugin.engines.syntenic.syntenic_score` with ``backend='gpu'``,
+    which puts the longer sequence on the rows.
+    """
+    problem = GpuSyntenicProblem(query, target, matrix, scheme, block_penalty, device=device)
+    width = len(target) + 1
+    last, _, _ = problem.gpu.sweep(0, len(query), problem.initial_state(width), width)
+    return int(last[0, width - 1])
