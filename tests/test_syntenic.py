@@ -246,10 +246,11 @@ def test_blocks_tile_both_sequences_and_recompute_to_the_score(query, target, d)
     assert all(not (x == y == "difference") for x, y in zip(kinds, kinds[1:]))
 
 
-def test_planted_conserved_regions_are_recovered():
-    rng = np.random.default_rng(11)
-    scheme = ScoringScheme.dna()
+def planted_regions(rng):
+    """Query and target codes: three conserved 300 bp regions (5% substituted) between unrelated inserts.
 
+    The regions start at query 0, 420, 800 and target 0, 450, 760.
+    """
     def random_dna(size):
         return rng.integers(0, 4, size).astype(np.uint8)
 
@@ -264,6 +265,12 @@ def test_planted_conserved_regions_are_recovered():
     inserts_t = [random_dna(150), random_dna(10)]
     query = np.concatenate([conserved[0], inserts_q[0], conserved[1], inserts_q[1], conserved[2]])
     target = np.concatenate([copies[0], inserts_t[0], copies[1], inserts_t[1], copies[2]])
+    return query, target
+
+
+def test_planted_conserved_regions_are_recovered():
+    scheme = ScoringScheme.dna()
+    query, target = planted_regions(np.random.default_rng(11))
     result = syntenic_align(query, target, scheme, default_block_penalty(scheme))
     regions = result.matching_regions
     assert len(regions) == 3
@@ -415,3 +422,55 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, proble
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gpualign: error:") and expected in err[0]
     assert not [p for p in os.listdir(tmp_path) if p.startswith("out")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Backends (the GPU engine itself: tests/test_gpu_syntenic.py)
+
+
+def test_gpu_backend_without_a_gpu_exits_2_with_one_line(tmp_path, capsys):
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.gpu.runtime import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    q_path, t_path, _, _ = planted_fasta(tmp_path, np.random.default_rng(5))
+    prefix = tmp_path / "out"
+    assert main(["syntenic", "-q", q_path, "-t", t_path, "-o", str(prefix), "--backend", "gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gpualign: error:") and "--backend gpu" in err[0]
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("out")]
+
+
+def test_auto_backend_falls_back_to_the_cpu_with_the_same_outputs(tmp_path, caplog):
+    import json
+
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.gpu.runtime import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    q_path, t_path, _, _ = planted_fasta(tmp_path, np.random.default_rng(5))
+    caplog.set_level("INFO", logger="gpualign")
+    outputs = {}
+    for backend in ("cpu", "auto"):
+        prefix = tmp_path / backend
+        assert main(["syntenic", "-q", q_path, "-t", t_path, "-o", str(prefix), "--backend", backend,
+                     "--stats", str(tmp_path / f"{backend}.json")]) == 0
+        with open(f"{prefix}.blocks.tsv") as handle:
+            table = [line for line in handle if not line.startswith("# command:")]
+        with open(f"{prefix}.paf") as paf, open(f"{prefix}.query.bed") as bed:
+            outputs[backend] = (table, paf.read(), bed.read())
+        with open(tmp_path / f"{backend}.json") as handle:
+            assert json.load(handle)["engine"] == "cpu"
+    assert outputs["auto"] == outputs["cpu"]
+    assert any("running on the CPU" in r.message for r in caplog.records)
+
+
+def test_unknown_engine_backend_is_refused():
+    scheme = ScoringScheme.dna()
+    a = scheme.alphabet.encode("ACGT")
+    with pytest.raises(ValueError, match="backend"):
+        syntenic_score(a, a, scheme, 10, backend="auto")
+    with pytest.raises(ValueError, match="backend"):
+        syntenic_align(a, a, scheme, 10, backend="tpu")

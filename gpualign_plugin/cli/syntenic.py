@@ -38,7 +38,11 @@ default: {PROTEIN_BLOCK_PENALTY}. Raise it to align more end to end, lower it to
 
 examples:
   gpualign syntenic --query strainA.fa --target strainB.fa --out-prefix results/A_vs_B
-  gpualign syntenic -q genes.fa -t orthologs.fa --pairs pairs.txt --matrix BLOSUM62 --out-prefix orth"""
+  gpualign syntenic -q genes.fa -t orthologs.fa --pairs pairs.txt --matrix BLOSUM62 --out-prefix orth
+  gpualign syntenic -q strainA.fa -t strainB.fa -o A_vs_B --backend gpu --device 1
+
+backend: the GPU computes the DP bands (one pair at a time), the CPU walks the traceback;
+the outputs are identical to --backend cpu."""
 
 
 def register(subparsers) -> None:
@@ -62,7 +66,7 @@ def register(subparsers) -> None:
                         help="traceback memory per pair in MiB; larger inputs are re-computed band by "
                              "band with the same result [256]")
     add_scoring_options(parser, "dna")
-    add_compute_options(parser, gpu=False)
+    add_compute_options(parser, gpu=True)
     parser.set_defaults(run=run)
 
 
@@ -129,6 +133,7 @@ def write_outputs(paths: dict, results, description: str, command: str, unit: st
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign syntenic``; returns the exit status."""
+    from gpualign_plugin.backend import resolve_backend
     from gpualign_plugin.io.fasta import read_fasta
 
     scheme = scheme_from_args(args)
@@ -146,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
         check_writable(path)
     for query, target in pairs:
         scheme.check_score_range(len(query), len(target))
+    engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)
-    stats = RunStats("syntenic", engine="cpu", device=describe_device("cpu"), threads=threads)
+    stats = RunStats("syntenic", engine=engine, device=describe_device(engine, args.device),
+                     threads=threads)
     stats.cells = sum(len(q) * len(t) for q, t in pairs)
     budget = args.memory_mb * 2**20
     lock = threading.Lock()
@@ -159,10 +166,17 @@ def run(args: argparse.Namespace) -> int:
                 progress.advance(cells)
 
         def align(pair):
-            return syntenic(pair[0], pair[1], scheme, block_penalty, budget, advance)
+            return syntenic(pair[0], pair[1], scheme, block_penalty, budget, advance, engine,
+                            args.device)
 
-        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(pairs)))) as pool:
+        # One GPU takes one pair at a time; the CPU aligns pairs concurrently.
+        workers = 1 if engine == "gpu" else max(1, min(threads, len(pairs)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(align, pairs))
+    if engine == "gpu":
+        from gpualign_plugin.gpu.runtime import peak_memory_bytes
+
+        stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
     stats.extra = {"pairs": len(pairs), "block_penalty": block_penalty}
     log.info("%d pairs aligned, %d matching regions, %d difference blocks (%.2f GCUPS)", len(results),
