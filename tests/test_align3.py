@@ -309,3 +309,71 @@ def test_serial_and_parallel_sweeps_agree():
         numba.set_num_threads(threads)
         results += [align3(*sequences, DNA, 4), align3(*sequences, DNA, 4, memory_budget=budget)]
     assert len({(r.score, r.rows) for r in results}) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Backends (the GPU engine itself is compared with this one in test_gpu_align3.py)
+
+
+def test_hyperplane_launches_cover_every_cell_of_a_band_once():
+    from gpualign_plugin.gpu.align3 import hyperplane_shape
+
+    for height, m, n in [(1, 1, 1), (3, 1, 7), (5, 8, 2), (7, 6, 6), (2, 0, 4), (4, 9, 0), (1, 0, 0)]:
+        seen = np.zeros((height, m + 1, n + 1), dtype=np.int64)
+        for q in range(height + m + n):
+            ii_lo, rows, width = hyperplane_shape(q, height, m, n)
+            for t in range(rows * width):  # the thread mapping of align3.cu
+                ii = ii_lo + t // width
+                j = max(0, q - ii - n) + t % width
+                if j > min(m, q - ii):
+                    continue
+                k = q - ii - j
+                assert 0 <= ii < height and 0 <= k <= n
+                seen[ii, j, k] += 1
+        assert (seen == 1).all()
+
+
+def test_gpu_sweep_memory_estimate_and_bands():
+    from gpualign_plugin.gpu.align3 import RING_BYTES, band_height, sweep_bytes
+
+    assert band_height(0) * 16 <= RING_BYTES and band_height(10**9) == 1
+    plane = 101 * 201
+    assert sweep_bytes(100, 200, 10, False) == 8 * plane + 16 * 10 * 101
+    assert sweep_bytes(100, 200, 10, True) == 8 * plane + 16 * 10 * 101 + 10 * plane
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """Make every GPU probe report an unusable device, whatever the machine has."""
+    from gpualign_plugin.gpu import runtime
+
+    monkeypatch.setattr(runtime, "probe", lambda device=0: runtime.GpuStatus(False, "no GPU here (test)"))
+
+
+def test_cli_gpu_backend_without_a_gpu_exits_2_with_one_line(tmp_path, trio, no_gpu, capsys):
+    _, fasta = trio
+    maf = tmp_path / "t.maf"
+    assert main(["align3", "--fasta", fasta, "--maf", str(maf), "--backend", "gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--backend gpu" in err[0] and "no GPU here" in err[0]
+    assert not maf.exists()
+
+
+def test_cli_auto_backend_falls_back_to_the_cpu_with_the_same_output(tmp_path, trio, no_gpu):
+    import json
+
+    _, fasta = trio
+    outputs = {}
+    for backend in ("auto", "cpu"):
+        paths = [tmp_path / f"{backend}{suffix}" for suffix in (".maf", ".afa", ".aln", ".json")]
+        assert main(["align3", "--fasta", fasta, "--maf", str(paths[0]), "--fasta-out", str(paths[1]),
+                     "--clustal", str(paths[2]), "--stats", str(paths[3]), "--backend", backend]) == 0
+        assert json.loads(paths[3].read_text())["engine"] == "cpu"
+        outputs[backend] = [[line for line in p.read_text().splitlines() if not line.startswith("# gpualign")]
+                            for p in paths[:3]]
+    assert outputs["auto"] == outputs["cpu"]
+
+
+def test_unknown_backend_is_an_error():
+    with pytest.raises(ValueError, match="backend"):
+        align3(*encode(["AC", "A", "C"], DNA), DNA, 2, backend="tpu")

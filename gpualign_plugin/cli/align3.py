@@ -21,8 +21,8 @@ EPILOG = """examples:
   gpualign align3 --fasta human=hs.fa mouse=mm.fa dog=cf.fa --maf trio.maf --fasta-out trio.afa
   # many triplets (tab-separated: three record ids and an optional name a line) into one MAF
   gpualign align3 --fasta hs=hs.fa mm=mm.fa cf=cf.fa --triplets triplets.tsv --maf all.maf --fasta-dir afa/
-  # proteins
-  gpualign align3 --fasta globins.fa --matrix BLOSUM62 --gap 8 --maf globins.maf"""
+  # proteins, on the GPU (an error if none is usable; --backend auto falls back to the CPU)
+  gpualign align3 --fasta globins.fa --matrix BLOSUM62 --gap 8 --maf globins.maf --backend gpu"""
 
 
 def register(subparsers) -> None:
@@ -52,9 +52,10 @@ def register(subparsers) -> None:
                         help="linear gap cost per residue against a gap [round(11/18*OPEN + EXTEND) "
                              "from the affine options: 8 for BLOSUM62, 5 for DNA]")
     parser.add_argument("--memory-budget", type=int, default=1024, metavar="MIB",
-                        help="memory for the traceback of one triplet, MiB [1024]")
+                        help="host memory for the traceback of one triplet, MiB [1024]; with "
+                             "the GPU, also one slab of direction bytes on the device")
     add_scoring_options(parser, "dna")
-    add_compute_options(parser, gpu=False)
+    add_compute_options(parser, gpu=True)
     parser.set_defaults(run=run)
 
 
@@ -192,6 +193,7 @@ def write_outputs(args, alignments, scheme, gap: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign align3``; returns the exit status."""
+    from gpualign_plugin.backend import resolve_backend
     from gpualign_plugin.engines.align3 import align3, default_linear_gap
 
     scheme = scheme_from_args(args)
@@ -203,21 +205,28 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs(args)
     inputs = _read_inputs(args.fasta, scheme)
     triplets = read_triplets(args.triplets, inputs) if args.triplets else _single_triplet(inputs)
+    engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)
-    stats = RunStats("align3", engine="cpu", device=describe_device("cpu"), threads=threads)
+    stats = RunStats("align3", engine=engine, device=describe_device(engine, args.device),
+                     threads=threads)
     sizes = [[len(r.sequence) for r in regions] for _, regions in triplets]
     total = sum((a + 1) * (b + 1) * (c + 1) for a, b, c in sizes)
     alignments = []
     with Progress(total, "align3") as progress:
         for name, regions in triplets:
             alignments.append(align3(*regions, scheme, gap, memory_budget=args.memory_budget << 20,
-                                     name=name, progress=progress.advance))
+                                     name=name, progress=progress.advance, backend=engine,
+                                     device=args.device))
     stats.cells = total
+    if engine == "gpu":
+        from gpualign_plugin.gpu.runtime import peak_memory_bytes
+
+        stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
     stats.extra = {"triplets": len(triplets),
                    "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-    log.info("%d triplet(s) aligned (%.3f s, %.3g cells/s)", len(triplets), stats.seconds,
-             total / stats.seconds if stats.seconds else 0.0)
+    log.info("%d triplet(s) aligned (%s, %.3f s, %.3g cells/s)", len(triplets), engine,
+             stats.seconds, total / stats.seconds if stats.seconds else 0.0)
     write_outputs(args, alignments, scheme, gap)
     stats.write(args.stats)
     return 0

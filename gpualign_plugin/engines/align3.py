@@ -18,7 +18,8 @@ small enough for the cache). The alignment is recovered by checkpointed recomput
 the forward sweep keeps the last plane before every slab of planes; the traceback
 recomputes one slab at a time with one direction byte per cell, within
 ``memory_budget``. Both give exactly the full-matrix path: a cell's move depends only on
-exact values.
+exact values. With ``backend='gpu'`` the plane sweep runs on a GPU instead
+(:mod:`gpualign_plugin.gpu.align3`, sloped planes), writing the same direction bytes.
 
 References
 ----------
@@ -331,6 +332,25 @@ def _sweep(plane, codes, scheme, gap, first, last, dirs=None, progress=None):
             progress((band_last - band + 1) * plane.size)
 
 
+def _sweeper(codes, scheme: ScoringScheme, gap: int, backend: str, device: int):
+    """The DP fill of ``backend`` for one triple: ``sweep(plane, first, last, dirs=None, progress=None)``.
+
+    ``'cpu'`` is :func:`_sweep`; ``'gpu'`` is :class:`gpualign_plugin.gpu.align3.PlaneSweep`
+    on CUDA device ``device``. Both write the same scores and direction bytes.
+    """
+    if backend == "gpu":
+        from gpualign_plugin.gpu.align3 import PlaneSweep
+
+        return PlaneSweep(codes, scheme, gap, device)
+    if backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+
+    def sweep(plane, first, last, dirs=None, progress=None):
+        _sweep(plane, codes, scheme, gap, first, last, dirs=dirs, progress=progress)
+
+    return sweep
+
+
 def memory_needed(lengths: tuple[int, int, int], height: int) -> int:
     """Bytes :func:`align3` uses for sequences of ``lengths`` with slabs of ``height`` planes.
 
@@ -375,7 +395,8 @@ def _codes_of(item, scheme: ScoringScheme) -> tuple[np.ndarray, Region]:
     return codes, Region(seq, region.start, end, region.strand, region.source or seq.id)
 
 
-def align3_score(a, b, c, scheme: ScoringScheme, gap: int) -> int:
+def align3_score(a, b, c, scheme: ScoringScheme, gap: int, backend: str = "cpu",
+                 device: int = 0) -> int:
     """Optimal sum-of-pairs score of a global alignment of three sequences.
 
     Uses ``(len(b) + 1)(len(c) + 1)`` 32-bit integers of memory (one plane).
@@ -388,6 +409,11 @@ def align3_score(a, b, c, scheme: ScoringScheme, gap: int) -> int:
         Substitution scores (its affine gap costs are not used).
     gap : int
         Linear gap cost: each residue against a gap scores ``-gap``; a gap against a gap 0.
+    backend : str
+        ``'cpu'`` (Numba) or ``'gpu'`` (CuPy; see :mod:`gpualign_plugin.gpu.align3`); resolve
+        ``'auto'`` first with :func:`gpualign_plugin.backend.resolve_backend`.
+    device : int
+        CUDA device ordinal for ``backend='gpu'``.
 
     Returns
     -------
@@ -400,18 +426,20 @@ def align3_score(a, b, c, scheme: ScoringScheme, gap: int) -> int:
     _check(scheme, gap, lengths)
     l, m, n = lengths
     plane = np.empty((m + 1, n + 1), dtype=np.int32)
-    _sweep(plane, codes, scheme, gap, 0, l)
+    _sweeper(codes, scheme, gap, backend, device)(plane, 0, l)
     return int(plane[m, n])
 
 
 def align3(a, b, c, scheme: ScoringScheme, gap: int,
            memory_budget: int = DEFAULT_MEMORY_BUDGET, name: str = "",
-           progress: Callable[[int], None] | None = None) -> MultipleAlignment:
+           progress: Callable[[int], None] | None = None, backend: str = "cpu",
+           device: int = 0) -> MultipleAlignment:
     """Optimal global alignment of three sequences under the sum-of-pairs score.
 
     The path is the one the written tie-breaking order selects (docs/ALGORITHMS.md), whether
     the direction bytes of the whole cube fit in ``memory_budget`` or the traceback
-    recomputes slabs from checkpoints: both give the same alignment.
+    recomputes slabs from checkpoints: both give the same alignment, on either backend
+    (only the DP fill runs on the GPU; the slab plan, checkpoints and traceback are shared).
 
     Parameters
     ----------
@@ -423,18 +451,28 @@ def align3(a, b, c, scheme: ScoringScheme, gap: int,
     gap : int
         Linear gap cost per residue against a gap (see :func:`default_linear_gap`).
     memory_budget : int
-        Bytes for scores, checkpoints and direction bytes; :class:`InputError` if even the
-        smallest plan needs more.
+        Bytes of host memory for scores, checkpoints and direction bytes; :class:`InputError`
+        if even the smallest plan needs more. The GPU holds one slab of direction bytes too.
     name : str
         Stored on the result (the triplet's name).
     progress : callable, optional
         Called with the number of cells of each band of planes of the forward sweep as it
         is done (the traceback's recomputation is not counted).
+    backend : str
+        ``'cpu'`` or ``'gpu'`` (see :func:`align3_score`).
+    device : int
+        CUDA device ordinal for ``backend='gpu'``.
 
     Returns
     -------
     MultipleAlignment
         Three rows in the order given, with the score.
+
+    Raises
+    ------
+    GpuMemoryError
+        With ``backend='gpu'``: one slab does not fit in free GPU memory (lower
+        ``memory_budget`` for thinner slabs).
 
     Examples
     --------
@@ -452,6 +490,7 @@ def align3(a, b, c, scheme: ScoringScheme, gap: int,
     _check(scheme, gap, lengths)
     l, m, n = lengths
     height = _plan_slabs(lengths, memory_budget)
+    sweep = _sweeper(codes, scheme, gap, backend, device)
     starts = list(range(0, l + 1, height))
     plane = np.empty((m + 1, n + 1), dtype=np.int32)
     dirs = np.empty((height, m + 1, n + 1), dtype=np.uint8)
@@ -459,9 +498,9 @@ def align3(a, b, c, scheme: ScoringScheme, gap: int,
     for first in starts:
         last = min(l, first + height - 1)
         if first == starts[-1]:
-            _sweep(plane, codes, scheme, gap, first, last, dirs=dirs, progress=progress)
+            sweep(plane, first, last, dirs=dirs, progress=progress)
         else:
-            _sweep(plane, codes, scheme, gap, first, last, progress=progress)
+            sweep(plane, first, last, progress=progress)
             if last + 1 != starts[-1]:
                 checkpoints[last + 1] = plane.copy()
     score = int(plane[m, n])
@@ -471,7 +510,7 @@ def align3(a, b, c, scheme: ScoringScheme, gap: int,
     for first in reversed(starts[:-1]):
         if first > 0:
             plane[:] = checkpoints.pop(first)
-        _sweep(plane, codes, scheme, gap, first, first + height - 1, dirs=dirs)
+        sweep(plane, first, first + height - 1, dirs=dirs)
         count, i, j, k = _trace_slab(dirs, first, i, j, k, moves, count)
     steps = MOVES[moves[:count][::-1]]
     rows = tuple(_gapped_row(region, steps[:, r]) for r, region in enumerate(regions))
