@@ -349,3 +349,89 @@ def test_karlin_altschul_bits_and_evalue_are_consistent():
     for score in (20, 50, 200):
         # E = m N 2^(-bits), the identity BLAST users rely on.
         assert ka.evalue(score, 300, 10**6) == pytest.approx(300 * 10**6 * 2 ** -ka.bit_score(score))
+
+
+# --- GPU backend: host-side planning and the CLI on a machine without a GPU -------------------
+
+def test_gpu_work_items_cover_every_live_pair_once_largest_first():
+    from gpualign_plugin.gpu.search import plan_items
+
+    query_lengths = np.array([0, 5, 300, 40, 2000])
+    widths = np.array([0, 3, 64, 700, 5000])
+    iq, ib, jq, jb = plan_items(query_lengths, widths, pair_cells=100_000, max_width=4096)
+    inter = set(zip(iq.tolist(), ib.tolist()))
+    intra = set(zip(jq.tolist(), jb.tolist()))
+    live = {(q, b) for q in range(5) for b in range(5) if query_lengths[q] * widths[b] > 0}
+    assert inter | intra == live and not inter & intra and len(iq) == len(inter)
+    # Intra-task: more cells than pair_cells, or a batch wider than max_width.
+    assert intra == {(q, b) for q, b in live if query_lengths[q] * widths[b] > 100_000 or widths[b] > 4096}
+    cells = query_lengths[iq] * widths[ib]
+    assert (np.diff(cells) <= 0).all()
+    everything, _, none_q, _ = plan_items(query_lengths, widths, pair_cells=None)
+    assert len(everything) == len(live) and len(none_q) == 0
+
+
+def test_gpu_launch_ranges_cover_the_items_in_order():
+    from gpualign_plugin.gpu.search import launch_ranges
+
+    rng = np.random.default_rng(4)
+    cells = np.sort(rng.integers(1, 1000, 500))[::-1]
+    for limit, most in ((1, 1 << 30), (2500, 1 << 30), (10**9, 1 << 30), (2500, 3)):
+        ranges = launch_ranges(cells, limit, most)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(cells)
+        assert all(a < b and b - a <= most for a, b in ranges)
+        assert all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+        assert all(cells[a:b].sum() <= limit or b - a == 1 for a, b in ranges)
+    assert launch_ranges(np.array([], dtype=np.int64)) == []
+
+
+def test_gpu_scratch_slots_fit_the_budget_or_fail_with_numbers():
+    from gpualign_plugin.gpu.kernels import GpuMemoryError
+    from gpualign_plugin.gpu.search import scratch_slots
+
+    assert scratch_slots(1000, 100, 10_000, 50) == 50
+    assert scratch_slots(1000, 100, 3_050, 50) == 20
+    with pytest.raises(GpuMemoryError, match="budget is .* MiB.*--chunk-residues"):
+        scratch_slots(1000, 100, 1_050, 50)
+    with pytest.raises(GpuMemoryError):
+        scratch_slots(5000, 100, 1_000, 50)
+
+
+def test_score_database_rejects_an_unknown_backend(proteins):
+    queries, db = proteins
+    with pytest.raises(ValueError, match="backend"):
+        score_database([queries[0].codes], [db[0].codes], PROTEIN, backend="tpu")
+
+
+def test_cli_gpu_backend_without_a_gpu_exits_2_with_one_line(tmp_path, fixture_paths, capsys):
+    from gpualign_plugin.gpu.runtime import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    query, db = fixture_paths
+    out = tmp_path / "o.m8"
+    capsys.readouterr()
+    assert run_cli("search", "-q", query, "-d", db, "--backend", "gpu", "--out-blast", out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gpualign: error:") and "--backend gpu" in err[0]
+    assert not out.exists()
+
+
+def test_cli_auto_backend_falls_back_to_the_cpu_with_the_same_output(tmp_path, fixture_paths, caplog):
+    import json
+
+    from gpualign_plugin.gpu.runtime import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    query, db = fixture_paths
+    caplog.set_level("INFO", logger="gpualign")
+    for backend in ("cpu", "auto"):
+        assert run_cli("search", "-q", query, "-d", db, "--top", 4, "--backend", backend,
+                       "--out-blast", tmp_path / f"{backend}.m8", "--out-tsv", tmp_path / f"{backend}.tsv",
+                       "--stats", tmp_path / f"{backend}.json") == 0
+    assert any("running on the CPU" in r.message for r in caplog.records)
+    for suffix in ("m8", "tsv"):
+        assert (tmp_path / f"cpu.{suffix}").read_bytes() == (tmp_path / f"auto.{suffix}").read_bytes()
+    stats = json.loads((tmp_path / "auto.json").read_text())
+    assert stats["engine"] == "cpu" and stats["cells"] > 0

@@ -16,6 +16,8 @@ log = logging.getLogger("gpualign")
 EPILOG = """examples:
   # 10 best hits per protein query, BLAST tabular + hits TSV + SAM
   gpualign search -q queries.fa -d proteins.fa --out-blast hits.m8 --out-tsv hits.tsv --out-sam hits.sam
+  # the score pass on the second GPU (fails with status 2 if it is not usable)
+  gpualign search -q queries.fa -d proteins.fa --backend gpu --device 1 --out-blast hits.m8
   # DNA, both strands, 5 hits per query
   gpualign search -q reads.fa -d genomes.fa --match 2 --mismatch -3 --top 5 --out-blast hits.m8
   # scatter a database over 4 jobs, then merge (same output as one job)
@@ -28,7 +30,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "search", help="exact Smith-Waterman database search (top-k hits, E-values, alignments)",
         description="Score every query against every database sequence with exact local alignment "
-                    "(Smith-Waterman-Gotoh, SIMD across database sequences), keep the --top best hits "
+                    "(Smith-Waterman-Gotoh; SIMD across database sequences on the CPU, one GPU thread "
+                    "per sequence on the GPU), keep the --top best hits "
                     "of each query (score, then database order, then + before -), align them with the "
                     "pairwise engine, and write BLAST tabular, a hits TSV with bit scores and E-values, "
                     "and SAM/BAM. The database is streamed in chunks of bounded size.",
@@ -50,7 +53,7 @@ def register(subparsers) -> None:
     parser.add_argument("--db-size", type=int, metavar="RESIDUES",
                         help="database residues N for E-values [counted from --db]")
     add_scoring_options(parser, "protein")
-    add_compute_options(parser, gpu=False)
+    add_compute_options(parser)
     parser.set_defaults(run=run)
 
 
@@ -122,6 +125,7 @@ def write_search_outputs(args: argparse.Namespace, result, scheme, queries, name
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign search``; returns the exit status."""
+    from gpualign_plugin.backend import resolve_backend
     from gpualign_plugin.engines.search import finish, search
     from gpualign_plugin.io.fasta import iter_fasta_text, read_fasta
     from gpualign_plugin.io.hits import write_hits
@@ -137,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out_hits)
     if args.db_size is not None and args.db_size < 1:
         raise InputError(f"--db-size must be 1 or more, got {args.db_size}")
+    engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)
     queries = read_fasta(args.query, scheme)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
@@ -152,17 +157,22 @@ def run(args: argparse.Namespace) -> int:
             if index >= start:
                 yield index, scheme.encode(name, text, path=args.db, description=description)
 
-    stats = RunStats("search", engine="cpu", device=describe_device("cpu"), threads=threads)
+    stats = RunStats("search", engine=engine, device=describe_device(engine, args.device), threads=threads)
     with Progress(sum(lengths[start:stop]), "search") as progress:
         def advanced(database_residues: int, cells: int) -> None:
             progress.advance(database_residues)
             stats.cells += cells
 
         result = search(queries, records(), scheme, residues, len(names), args.top, strands,
-                        args.chunk_residues, on_progress=advanced)
+                        args.chunk_residues, on_progress=advanced, backend=engine, device=args.device)
+    if engine == "gpu":
+        from gpualign_plugin.gpu.runtime import peak_memory_bytes
+
+        stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
-    log.info("%d hits of %d queries in %d database sequences (%.2f GCUPS over %d threads)",
-             len(result.hits), len(queries), stop - start, stats.gcups, threads)
+    log.info("%d hits of %d queries in %d database sequences (%s, %.2f GCUPS)",
+             len(result.hits), len(queries), stop - start,
+             stats.device if engine == "gpu" else f"{threads} CPU threads", stats.gcups)
     if args.out_hits:
         write_hits(args.out_hits, result, scheme.describe(), args.shard, args.shards)
     if paths:

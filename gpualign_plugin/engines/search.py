@@ -42,8 +42,12 @@ CELLS_PER_CALL = 10**10
 """Cells per call of the score kernel: the granularity of progress reports."""
 
 
+BACKENDS = ("cpu", "gpu")
+
+
 def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme: ScoringScheme,
-                   on_progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+                   on_progress: Callable[[int, int], None] | None = None, backend: str = "cpu",
+                   device: int = 0) -> np.ndarray:
     """Best local (Smith-Waterman-Gotoh) score of every query against every target.
 
     This is the score pass of ``gpualign search`` and what ``gpualign bench``
@@ -60,6 +64,11 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     on_progress : callable, optional
         Called with ``(target residues, cells)`` each time a group of batches is
         done (about :data:`CELLS_PER_CALL` cells, a few seconds of work).
+    backend : {'cpu', 'gpu'}
+        ``'gpu'`` runs the score pass on CUDA device ``device``
+        (:func:`gpualign_plugin.gpu.search.score_database`, same result).
+    device : int
+        CUDA device ordinal for the GPU backend.
 
     Returns
     -------
@@ -72,7 +81,15 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     ------
     InputError
         Lengths whose scores could overflow 32-bit integers.
+    GpuMemoryError, GpuKernelError
+        GPU backend only (:mod:`gpualign_plugin.gpu.kernels`).
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "gpu":
+        from gpualign_plugin.gpu import search as gpu_search
+
+        return gpu_search.score_database(queries, targets, scheme, device, on_progress)
     result = np.zeros((len(queries), len(targets)), dtype=np.int32)
     if not queries or not targets:
         return result
@@ -217,7 +234,8 @@ def _top_candidates(scores: np.ndarray, target_index: np.ndarray, n_strands: int
 def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], scheme: ScoringScheme,
            database_residues: int, database_sequences: int, top: int = DEFAULT_TOP,
            strands: str = "plus", chunk_residues: int = DEFAULT_CHUNK_RESIDUES,
-           on_progress: Callable[[int, int], None] | None = None) -> SearchResult:
+           on_progress: Callable[[int, int], None] | None = None, backend: str = "cpu",
+           device: int = 0) -> SearchResult:
     """Top-``top`` local hits of each query in a database streamed in bounded chunks.
 
     Parameters
@@ -241,6 +259,12 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
     on_progress : callable, optional
         Called with ``(database residues, cells)`` as the score pass advances
         (every few seconds of work; for progress bars and statistics).
+    backend : {'cpu', 'gpu'}
+        Where the score pass runs (:func:`score_database`); the alignment pass
+        (short hits, a few per query) runs on the CPU pairwise engine either way,
+        so the result is the same.
+    device : int
+        CUDA device ordinal for the GPU backend.
 
     Returns
     -------
@@ -251,6 +275,8 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
         raise InputError(f"--top must be 1 or more, got {top}")
     if chunk_residues < 1:
         raise InputError(f"--chunk-residues must be 1 or more, got {chunk_residues}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     oriented, signs = _strand_queries(queries, scheme, strands)
     n_strands = len(signs)
     needs_fit = published_parameters(scheme) is None
@@ -262,7 +288,8 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
     for chunk in _chunks(database, chunk_residues):
         indices = np.array([index for index, _ in chunk], dtype=np.int64)
         lengths = np.array([len(record) for _, record in chunk], dtype=np.int64)
-        scores = score_database(oriented, [record.codes for _, record in chunk], scheme, on_progress)
+        scores = score_database(oriented, [record.codes for _, record in chunk], scheme, on_progress,
+                                backend, device)
         by_index = {index: record for index, record in chunk}
         for q in range(len(queries)):
             block = scores[q * n_strands:(q + 1) * n_strands]
