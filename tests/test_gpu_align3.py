@@ -173,9 +173,8 @@ def test_cli_outputs_are_byte_identical(tmp_path, extra):
     base = random_text(rng, AMINO, 300)
     fasta = tmp_path / "trio.fa"
     fasta.write_text("".join(f">p{i} protein {i}\n{mutate(rng, base, AMINO, 0.1)}\n" for i in range(3)))
-    args = [str(fasta), "--matrix", "BLOSUM62", *extra]
-    assert _cli_outputs(tmp_path, "gpu", args[:1], args[1:]) == _cli_outputs(tmp_path, "cpu", args[:1],
-                                                                                 args[1:])
+    args = [str(fasta)], ["--matrix", "BLOSUM62", *extra]
+    assert _cli_outputs(tmp_path, "gpu", *args) == _cli_outputs(tmp_path, "cpu", *args)
 
 
 def test_cli_triplets_and_stats_name_the_gpu(tmp_path):
@@ -195,3 +194,16 @@ def test_cli_triplets_and_stats_name_the_gpu(tmp_path):
         assert recorded["engine"] == backend
     assert results["gpu"] == results["cpu"]
     assert recorded["peak_gpu_memory_bytes"] > 0
+
+
+def test_too_little_gpu_memory_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    from gpualign_plugin.gpu import kernels
+
+    monkeypatch.setattr(kernels, "free_bytes", lambda: 1000)
+    fasta = tmp_path / "trio.fa"
+    fasta.write_text(">a\nACGTACGT\n>b\nACGTTACG\n>c\nACGGT\n")
+    maf = tmp_path / "t.maf"
+    assert main(["align3", "--fasta", str(fasta), "--maf", str(maf), "--backend", "gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "GPU memory" in err[0]
+    assert not maf.exists()

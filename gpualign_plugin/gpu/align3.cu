@@ -82,7 +82,8 @@ __global__ void align3_hyperplane(const unsigned char* a, const unsigned char* b
 
     int best = 0;
     int move = ALIGN3_ORIGIN;
-    if (di && dj && dk) align3_consider(align3_value(s, ii - 1, j - 1, k - 1) + sab + sac + sbc, 0, best, move);
+    if (di && dj && dk)
+        align3_consider(align3_value(s, ii - 1, j - 1, k - 1) + sab + sac + sbc, 0, best, move);
     if (di && dj) align3_consider(align3_value(s, ii - 1, j - 1, k) + sab - s.gap2, 1, best, move);
     if (di && dk) align3_consider(align3_value(s, ii - 1, j, k - 1) + sac - s.gap2, 2, best, move);
     if (dj && dk) align3_consider(align3_value(s, ii, j - 1, k - 1) + sbc - s.gap2, 3, best, move);
