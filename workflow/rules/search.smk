@@ -1,6 +1,6 @@
 # Protein queries against the database, one job per database shard; the shards' top-k
 # lists merge exactly into the top-k of the whole database (E-values over all of it).
-# `gpualign search` runs on the CPU, so these jobs ask for no GPU.
+# Each shard job asks for a GPU (unless `backend: cpu`) like the pairwise jobs.
 
 
 rule search_shard:
@@ -12,6 +12,8 @@ rule search_shard:
         stats="results/stats/search/{shard}.json",
     params:
         gpualign=GPUALIGN,
+        gpu_slot=GPU_SLOT,
+        backend=config["backend"],
         shards=config.get("search", {}).get("shards", 1),
         top=config.get("search", {}).get("top", 5),
         scoring=scoring_options("search"),
@@ -22,12 +24,13 @@ rule search_shard:
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpualign} search --query {input.queries:q} --db {input.database:q} "
-        "--out-hits {output.hits:q} --top {params.top} --shards {params.shards} "
-        "--shard {wildcards.shard} {params.scoring} --threads {threads} "
+        "{params.gpu_slot} {params.gpualign} search --query {input.queries:q} "
+        "--db {input.database:q} --out-hits {output.hits:q} --top {params.top} --shards {params.shards} "
+        "--shard {wildcards.shard} {params.scoring} --backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"
 
 

@@ -1,7 +1,7 @@
 # Each query genome against the reference: syntenic alignment (matching regions and
 # difference blocks), then a genome-comparison summary in the spirit of MUMmer's dnadiff.
 # Records are paired by name, or (syntenic.pairing: best_hit) by their primary pairwise hit.
-# `gpualign syntenic` runs on the CPU, so its jobs ask for no GPU.
+# Each syntenic job asks for a GPU (unless `backend: cpu`) like the pairwise jobs.
 
 
 rule syntenic_pairs:
@@ -39,6 +39,8 @@ rule syntenic:
         stats="results/stats/syntenic/{genome}.json",
     params:
         gpualign=GPUALIGN,
+        gpu_slot=GPU_SLOT,
+        backend=config["backend"],
         prefix=lambda wildcards, output: output.blocks[:-len(".blocks.tsv")],
         pairs=lambda wildcards, input: f"--pairs {shlex.quote(input.pairs)}" if input.pairs else "",
         block_penalty=(f"--block-penalty {config['syntenic']['block_penalty']}"
@@ -51,12 +53,13 @@ rule syntenic:
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
+        "{params.gpu_slot} {params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
         "--out-prefix {params.prefix:q} {params.pairs} {params.block_penalty} {params.scoring} "
-        "--threads {threads} --stats {output.stats:q} 2> {log:q}"
+        "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
 
 
 rule genome_summary:

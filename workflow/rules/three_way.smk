@@ -1,7 +1,7 @@
 # Optimal three-sequence alignments of the triplets, in batches; one MAF with every block
 # and one aligned FASTA per triplet. The triplets are listed in the config (explicit) or
 # made from each query's best hit in two protein sets (best_hits).
-# `gpualign align3` runs on the CPU, so its jobs ask for no GPU.
+# The search and align3 jobs ask for a GPU (unless `backend: cpu`) like the pairwise jobs.
 
 
 rule best_hits:
@@ -13,6 +13,8 @@ rule best_hits:
         stats="results/stats/best_hits/set{set}.json",
     params:
         gpualign=GPUALIGN,
+        gpu_slot=GPU_SLOT,
+        backend=config["backend"],
         scoring=scoring_options("three_way"),
     log:
         "logs/best_hits/set{set}.log",
@@ -21,11 +23,13 @@ rule best_hits:
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpualign} search --query {input.queries:q} --db {input.proteins:q} --top 1 "
-        "--out-blast {output.hits:q} {params.scoring} --threads {threads} "
+        "{params.gpu_slot} {params.gpualign} search --query {input.queries:q} "
+        "--db {input.proteins:q} --top 1 --out-blast {output.hits:q} {params.scoring} "
+        "--backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"
 
 
@@ -82,6 +86,8 @@ rule three_way_batch:
         stats="results/stats/three_way/{batch}.json",
     params:
         gpualign=GPUALIGN,
+        gpu_slot=GPU_SLOT,
+        backend=config["backend"],
         fasta=lambda wildcards, input: triplet_fasta_options(input.sequences),
         scoring=scoring_options("three_way"),
     log:
@@ -91,12 +97,13 @@ rule three_way_batch:
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
     conda:
         "../envs/gpualign.yaml"
     shell:
-        "{params.gpualign} align3 --fasta {params.fasta} --triplets {input.triplets:q} "
+        "{params.gpu_slot} {params.gpualign} align3 --fasta {params.fasta} --triplets {input.triplets:q} "
         "--maf {output.maf:q} --fasta-dir {output.fasta:q} {params.scoring} "
-        "--threads {threads} --stats {output.stats:q} 2> {log:q}"
+        "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
 
 
 rule merge_three_way:
