@@ -48,6 +48,11 @@ def assert_same_scores(queries, targets, scheme, variants=({}, {"pair_cells": 2_
     return expected
 
 
+def few_blocks(targets) -> dict:
+    """A memory budget with room for only one or two persistent blocks' scratch slots."""
+    return {"memory_budget": int(1.2 * 8 * 64 * max(map(len, targets))) + 1_000_000}
+
+
 def random_codes(rng, letters, lengths):
     return [rng.integers(0, letters, n).astype(np.uint8) for n in lengths]
 
@@ -55,8 +60,9 @@ def random_codes(rng, letters, lengths):
 def test_search_fixture_scores_equal_cpu():
     queries = read_fasta(os.path.join(HERE, "data", "search_queries.fa"), PROTEIN)
     db = read_fasta(os.path.join(HERE, "data", "search_db.fa"), PROTEIN)
-    assert_same_scores([q.codes for q in queries], [t.codes for t in db], PROTEIN,
-                       ({}, {"pair_cells": 5_000}, {"memory_budget": 2_000_000}))
+    targets = [t.codes for t in db]
+    assert_same_scores([q.codes for q in queries], targets, PROTEIN,
+                       ({}, {"pair_cells": 5_000}, few_blocks(targets)))
 
 
 def test_random_proteins_up_to_3000_residues_equal_cpu():
@@ -67,7 +73,7 @@ def test_random_proteins_up_to_3000_residues_equal_cpu():
     queries = random_codes(rng, 20, query_lengths)
     targets = random_codes(rng, 20, rng.permutation(target_lengths))
     expected = assert_same_scores(queries, targets, PROTEIN,
-                                  ({}, {"pair_cells": 100_000}, {"memory_budget": 3_000_000}))
+                                  ({}, {"pair_cells": 100_000}, few_blocks(targets)))
     assert (expected[0] == 0).all() and (expected[1:] > 0).any()
 
 
@@ -174,9 +180,9 @@ def _read_gz(path: str, scheme: ScoringScheme):
 
 
 def test_example_database_slice_equals_cpu():
-    # 53 queries (the first 50 and the 3 longest) x 2,030 targets (the first 2,000 and the 30
-    # longest, up to 8,081 aa): the sizes of the benchmark's batches, and pairs above PAIR_CELLS
-    # that go to the long-pair engine with the default settings.
+    # 53 queries (the first 50 and the 3 longest, up to 4,291 aa) x 2,030 targets (the first
+    # 2,000 and the 30 longest, up to 8,081 aa): the benchmark's batches and its longest lanes,
+    # all inter-task with the default settings, then with pairs above 4 M cells intra-task.
     folder = _example_data()
     if folder is None:
         pytest.skip("MMseqs2 example data not found (set GPUALIGN_SEARCH_DATA)")
@@ -186,7 +192,13 @@ def test_example_database_slice_equals_cpu():
     longest_targets = sorted(range(len(db)), key=lambda k: -len(db[k]))[:30]
     q = [queries[k].codes for k in range(50)] + [queries[k].codes for k in longest_queries]
     t = [db[k].codes for k in range(2000)] + [db[k].codes for k in longest_targets]
-    from gpualign_plugin.gpu.search import PAIR_CELLS
+    assert_same_scores(q, t, PROTEIN, ({}, {"pair_cells": 1 << 22}))
 
-    assert max(map(len, q)) * max(map(len, t)) > PAIR_CELLS
-    assert_same_scores(q, t, PROTEIN, ({},))
+
+def test_a_budget_below_one_block_is_a_memory_error_with_numbers():
+    from gpualign_plugin.gpu.kernels import GpuMemoryError
+
+    rng = np.random.default_rng(1)
+    with pytest.raises(GpuMemoryError, match=r"needs [0-9.]+ MiB .* budget is [0-9.]+ MiB"):
+        gpu_scores(random_codes(rng, 20, [50]), random_codes(rng, 20, [400] * 10), PROTEIN,
+                   memory_budget=10_000)

@@ -52,11 +52,13 @@ ROWS_PER_THREAD = 8
 """Query rows each thread keeps in registers per sweep of its target (``R`` of search.cu)."""
 PROFILE_TILE = 128
 """Query rows per shared-memory profile tile (``SEARCH_TILE`` of search.cu)."""
-PAIR_CELLS = 1 << 23
-"""Largest ``m * width`` cells of one lane scored inter-task. At the per-thread rate of a
-fully loaded GPU one such lane takes about a second; larger ones go intra-task. On the
-benchmark database (500 queries x 20,000 proteins) this sends 2.3% of the cells (about 4,400
-pairs) intra-task and keeps every other lane below the launch's running time."""
+PAIR_CELLS = 1 << 26
+"""Largest ``m * width`` cells of one lane scored inter-task (67 M; a lane of this size runs for
+seconds on one thread). The items are ordered largest first, so long lanes overlap the
+rest of the launch; the long-pair engine only pays for pairs beyond that, since each of its
+calls costs about a millisecond and runs alone. Measured on an H200 (500 queries x 20,000
+proteins of the benchmark, longest lane 35 M cells): 2.5 s with every item inter-task,
+6.9 s with the 4,352 pairs above 8 M cells sent to the long-pair engine."""
 MAX_INTER_WIDTH = 1 << 16
 """Widest batch scored inter-task (bounds a scratch slot to 32 MiB)."""
 LAUNCH_CELLS = 10**12
