@@ -6,7 +6,9 @@ Two passes:
    every (query, target, strand) with the inter-sequence vectorised kernel of
    :mod:`~gpualign_plugin.engines.search_kernels`, chunk by chunk of the database
    (bounded memory), keeping each query's top ``k`` candidates. Chunks and
-   shards merge exactly because the ranking is a total order (below).
+   shards merge exactly because the ranking is a total order (below). With
+   ``backend='gpu'`` the scores come from :mod:`gpualign_plugin.gpu.search`
+   (the same matrix), and everything after them is this module's.
 2. **Alignment pass**: each reported hit is re-aligned with
    :func:`gpualign_plugin.engines.pairwise.align_sequences`, so its coordinates
    and CIGAR are exactly the pairwise engine's (same recurrence, same end-cell
