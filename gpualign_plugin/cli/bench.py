@@ -152,6 +152,7 @@ def _rss() -> str:
     return f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB RSS (process peak)"
 
 
+@functools.lru_cache(maxsize=None)
 def _engines(backend: str, device: int):
     from gpualign_plugin.backend import resolve_backend
     from gpualign_plugin.engines import pairwise as cpu
@@ -163,6 +164,17 @@ def _engines(backend: str, device: int):
 
         engines.append(("gpu", gpu, probe(device).name))
     return engines
+
+
+def _backends(args) -> list[tuple[str, str]]:
+    """``(backend, device description)`` of each engine to time: the CPU, and the GPU when usable."""
+    return [(name, device) for name, _module, device in _engines(args.backend, args.device)]
+
+
+def _agreement(rows: list[Row], results: dict) -> None:
+    """Fill the last row's ``agrees`` when both engines ran: are their results equal?"""
+    if len(results) == 2:
+        rows[-1].agrees = "yes" if results["cpu"] == results["gpu"] else "NO"
 
 
 def _gpu_memory(engine: str) -> str:
@@ -227,8 +239,7 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
                 if task == "align":
                     summary += f" cigar runs {len(result.cigar)}"
                 rows.append(Row(task, engine, device, f"{m}x{n}", seconds, m * n, _gpu_memory(name), summary))
-            if len(results) == 2:
-                rows[-1].agrees = "yes" if results["cpu"] == results["gpu"] else "NO"
+            _agreement(rows, results)
     if "batch" in tasks:
         rows.extend(_batch_rows(args, scheme))
     if "syntenic" in tasks:
@@ -265,17 +276,43 @@ def _batch_rows(args, scheme) -> list[Row]:
                 _rss(), summary)]
 
 
+SYNTENIC_ALIGN_MAX_CELLS = 1e10
+"""Largest syntenic full alignment timed (100 kbp x 100 kbp): above it the checkpointed
+traceback's extra forward passes make a bench row take minutes on either engine."""
+
+
 def _syntenic_rows(args, scheme) -> list[Row]:
-    from gpualign_plugin.engines.syntenic import default_block_penalty, syntenic_score
+    from gpualign_plugin.engines.syntenic import default_block_penalty, syntenic_align, syntenic_score
 
     rows = []
     penalty = default_block_penalty(scheme)
     for size_text in args.sizes.split(","):
         m, n = parse_size(size_text)
         query, target = related_pair(m, n, args.divergence, args.seed)
-        seconds, score = _time(lambda: syntenic_score(query, target, scheme, penalty), args.repeat)
-        rows.append(Row("syntenic score", "cpu", cpu_description(), f"{m}x{n}", seconds, m * n, _rss(),
-                        f"score {score} (block penalty {penalty})"))
+        for task in ("syntenic score", "syntenic align"):
+            if task == "syntenic align" and m * n > SYNTENIC_ALIGN_MAX_CELLS:
+                continue
+            results = {}
+            for backend, device in _backends(args):
+                if backend == "cpu" and m * n > args.cpu_max_cells:
+                    rows.append(Row(task, backend, device, f"{m}x{n}", float("nan"), m * n, "",
+                                    f"skipped (> --cpu-max-cells {args.cpu_max_cells:g})"))
+                    continue
+                if task == "syntenic score":
+                    def function(backend=backend):
+                        return syntenic_score(query, target, scheme, penalty, backend=backend,
+                                              device=args.device)
+                else:
+                    def function(backend=backend):
+                        return syntenic_align(query, target, scheme, penalty, backend=backend,
+                                              device=args.device)
+                seconds, result = _time(function, args.repeat)
+                results[backend] = result
+                summary = (f"score {result} (block penalty {penalty})" if task == "syntenic score" else
+                           f"score {result.score}, {len(result.blocks)} regions and blocks")
+                rows.append(Row(task, backend, device, f"{m}x{n}", seconds, m * n, _gpu_memory(backend),
+                                summary))
+            _agreement(rows, results)
     return rows
 
 
@@ -304,10 +341,17 @@ def _align3_rows(args) -> list[Row]:
     letters = scheme.alphabet.letters
     records = [scheme.encode(f"p{k}", "".join(letters[c] for c in codes))
                for k, codes in enumerate(related_proteins(length, 3, args.seed))]
-    seconds, result = _time(lambda: align3(*records, scheme, gap), args.repeat)
     cells = (length + 1) ** 3
-    return [Row("align3 (full)", "cpu", cpu_description(), f"3x{length} aa", seconds, cells, _rss(),
-                f"sum-of-pairs score {result.score}, {result.columns} columns (linear gap {gap})")]
+    rows, results = [], {}
+    for backend, device in _backends(args):
+        seconds, result = _time(lambda: align3(*records, scheme, gap, backend=backend, device=args.device),
+                                args.repeat)
+        results[backend] = result
+        rows.append(Row("align3 (full)", backend, device, f"3x{length} aa", seconds, cells,
+                        _gpu_memory(backend),
+                        f"sum-of-pairs score {result.score}, {result.columns} columns (linear gap {gap})"))
+    _agreement(rows, results)
+    return rows
 
 
 def _fold_rows(args) -> list[Row]:
@@ -332,14 +376,21 @@ def _search_rows(args) -> list[Row]:
     queries = read_fasta(args.search_query, scheme)
     database = read_fasta(args.search_db, scheme)
     residues = sum(len(t) for t in database)
-    warmup = functools.partial(search, queries[:2], list(enumerate(database[:100])), scheme, residues,
-                               len(database))
-    seconds, result = _time(lambda: search(queries, list(enumerate(database)), scheme, residues,
-                                           len(database)), args.repeat, warmup)
     cells = sum(len(q) for q in queries) * residues
-    return [Row("search (top 10, aligned)", "cpu", f"{cpu_description()}, {threads} threads",
-                f"{len(queries)} q x {len(database)} db", seconds, cells, _rss(),
-                f"{len(result.hits)} hits, {residues} db residues")]
+    rows, results = [], {}
+    for backend, device in _backends(args):
+        options = {"backend": backend, "device": args.device}
+        warmup = functools.partial(search, queries[:2], list(enumerate(database[:100])), scheme, residues,
+                                   len(database), **options)
+        seconds, result = _time(lambda: search(queries, list(enumerate(database)), scheme, residues,
+                                               len(database), **options), args.repeat, warmup)
+        results[backend] = [(hit.query_index, hit.target_index, hit.alignment) for hit in result.hits]
+        if backend == "cpu":
+            device = f"{device}, {threads} threads"
+        rows.append(Row("search (top 10, aligned)", backend, device, f"{len(queries)} q x {len(database)} db",
+                        seconds, cells, _gpu_memory(backend), f"{len(result.hits)} hits, {residues} db residues"))
+    _agreement(rows, results)
+    return rows
 
 
 def format_table(rows: list[Row]) -> str:
