@@ -2,7 +2,7 @@
 
 Every test here needs a GPU (marker ``gpu``; conftest.py skips them elsewhere).
 Random protein and DNA sets cover empty and one-residue sequences, query lengths
-around the register block (8 rows) and the profile tile (128 rows), target counts
+around the register block (32 rows) and the profile tile (128 rows), target counts
 that are not multiples of the 64-lane batch, targets up to 3,000 residues, scores
 near 0, tie-heavy two-letter sequences and scores beyond 16 bits. Small
 ``pair_cells`` send long items to the long-pair engine (intra-task), a tiny
@@ -67,7 +67,7 @@ def test_search_fixture_scores_equal_cpu():
 
 def test_random_proteins_up_to_3000_residues_equal_cpu():
     rng = np.random.default_rng(17)
-    query_lengths = [0, 1, 7, 8, 9, 127, 128, 129, 300, 777]
+    query_lengths = [0, 1, 7, 8, 9, 31, 32, 33, 127, 128, 129, 300, 777]
     target_lengths = np.concatenate([[0, 1, 2, 63, 64, 65], rng.integers(0, 400, 180),
                                      rng.integers(1000, 3001, 17)])  # 203 targets: 4 batches, last partial
     queries = random_codes(rng, 20, query_lengths)
