@@ -141,7 +141,8 @@ def test_cli_gpu_outputs_equal_cpu_byte_for_byte(tmp_path):
     db = os.path.join(ROOT, "resources", "proteins", "database.fa")
     for backend in ("cpu", "gpu"):
         assert main(["search", "-q", query, "-d", db, "--backend", backend,
-                     "--out-blast", str(tmp_path / f"{backend}.m8"), "--out-tsv", str(tmp_path / f"{backend}.tsv"),
+                     "--out-blast", str(tmp_path / f"{backend}.m8"),
+                     "--out-tsv", str(tmp_path / f"{backend}.tsv"),
                      "--out-sam", str(tmp_path / f"{backend}.sam"),
                      "--stats", str(tmp_path / f"{backend}.json")]) == 0
     for suffix in ("m8", "tsv"):
