@@ -4,7 +4,8 @@ Every test here needs a GPU (marker ``gpu``; conftest.py skips them elsewhere).
 The GPU computes the DP bands (``gpu/syntenic.cu``), the CPU walks the traceback,
 so equal results prove that every band's values and direction bytes are the
 CPU's. Random DNA and protein pairs cover lengths 0 to 2000 and sizes around the
-tile edges (64 rows x 256 columns); two-letter sequences with small block
+tile edges (32 rows x 64 or 256 columns; the ``tiles`` fixture runs a test with
+each width, whatever the band's height); two-letter sequences with small block
 penalties tie between all nine traceback choices; tiny memory budgets cut the
 matrix into many bands over several recursion levels; one related 100 kbp pair
 and the demo genomes through the CLI check the sizes the engine is built for.
@@ -21,7 +22,8 @@ import pytest
 from gpualign_plugin.cli.bench import related_pair
 from gpualign_plugin.engines.syntenic import default_block_penalty, syntenic_align, syntenic_score
 from gpualign_plugin.gpu import kernels
-from gpualign_plugin.gpu.syntenic import TILE_COLS, TILE_ROWS
+from gpualign_plugin.gpu import syntenic as gpu_syntenic
+from gpualign_plugin.gpu.syntenic import NARROW_TILE_COLS, TILE_ROWS, WIDE_TILE_COLS
 from gpualign_plugin.scoring import ScoringScheme
 
 from test_syntenic import SCHEMES, planted_regions, random_pair
@@ -29,6 +31,13 @@ from test_syntenic import SCHEMES, planted_regions, random_pair
 pytestmark = pytest.mark.gpu
 
 RESOURCES = os.path.join(os.path.dirname(__file__), "..", "resources", "genomes")
+
+
+@pytest.fixture(params=["narrow", "wide"])
+def tiles(request, monkeypatch):
+    """Force narrow (64-column) or wide (256-column) tiles on every band."""
+    monkeypatch.setattr(gpu_syntenic, "NARROW_MIN_TILE_ROWS", 0 if request.param == "narrow" else 10**9)
+    return request.param
 
 
 def assert_same(a, b, scheme, d, budgets=()):
@@ -41,7 +50,7 @@ def assert_same(a, b, scheme, d, budgets=()):
     return expected
 
 
-def test_random_dna_pairs_up_to_2000_bp_equal_cpu():
+def test_random_dna_pairs_up_to_2000_bp_equal_cpu(tiles):
     rng = np.random.default_rng(101)
     for case in range(200):
         scheme = SCHEMES[case % len(SCHEMES)]
@@ -51,11 +60,11 @@ def test_random_dna_pairs_up_to_2000_bp_equal_cpu():
         assert_same(a, b, scheme, d)
 
 
-def test_sizes_around_tile_edges_equal_cpu():
+def test_sizes_around_tile_edges_equal_cpu(tiles):
     rng = np.random.default_rng(5)
     scheme = ScoringScheme.dna()
-    sizes = [1, 2, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, TILE_COLS - 1, TILE_COLS,
-             TILE_COLS + 1, 2 * TILE_COLS + 3]
+    cols = NARROW_TILE_COLS if tiles == "narrow" else WIDE_TILE_COLS
+    sizes = [1, 2, TILE_ROWS - 1, TILE_ROWS, TILE_ROWS + 1, cols - 1, cols, cols + 1, 2 * cols + 3]
     for m in sizes:
         for n in sizes:
             a = rng.integers(0, 4, m).astype(np.uint8)
@@ -64,7 +73,7 @@ def test_sizes_around_tile_edges_equal_cpu():
             assert_same(a, b, scheme, 12)
 
 
-def test_empty_sequences_equal_cpu():
+def test_empty_sequences_equal_cpu(tiles):
     scheme = ScoringScheme.dna()
     a = scheme.alphabet.encode("ACGTACGTAC")
     empty = np.zeros(0, np.uint8)
@@ -74,7 +83,7 @@ def test_empty_sequences_equal_cpu():
     assert_same(empty, empty, scheme, 5)
 
 
-def test_two_letter_pairs_follow_every_tie_rule():
+def test_two_letter_pairs_follow_every_tie_rule(tiles):
     rng = np.random.default_rng(2025)
     schemes = SCHEMES + [ScoringScheme.dna(1, -1, 1, 1)]
     for case in range(300):
@@ -87,7 +96,7 @@ def test_two_letter_pairs_follow_every_tie_rule():
         assert_same(a, b, schemes[case % len(schemes)], int(rng.integers(1, 10)))
 
 
-def test_protein_pairs_equal_cpu():
+def test_protein_pairs_equal_cpu(tiles):
     scheme = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
     rng = np.random.default_rng(99)
     for case in range(40):
@@ -102,7 +111,7 @@ def test_planted_three_regions_equal_cpu():
     assert len(result.matching_regions) == 3 and len(result.difference_blocks) == 2
 
 
-def test_tiny_budgets_cross_many_bands_and_levels():
+def test_tiny_budgets_cross_many_bands_and_levels(tiles):
     rng = np.random.default_rng(17)
     scheme = ScoringScheme.dna()
     for case in range(8):
@@ -125,6 +134,17 @@ def test_related_100_kbp_pair_equals_cpu():
     assert len(expected.difference_blocks) >= 3
     assert syntenic_score(query, target, scheme, d, backend="gpu") == expected.score
     assert syntenic_align(query, target, scheme, d, backend="gpu") == expected
+
+
+def test_tall_narrow_pairs_take_the_default_tile_choice():
+    # Bands of at least NARROW_MIN_TILE_ROWS tile rows (here the score sweep and the one
+    # direction band of each pair) use narrow tiles, the traceback's thin bands wide ones.
+    rng = np.random.default_rng(23)
+    scheme = ScoringScheme.dna()
+    rows = gpu_syntenic.NARROW_MIN_TILE_ROWS * TILE_ROWS + 17
+    for width in (1, 300, 2000):
+        a, b = related_pair(rows, width, 0.05, seed=int(rng.integers(1000)))
+        assert_same(a, b, scheme, 30, budgets=(50 * width,))
 
 
 def test_too_little_gpu_memory_is_a_clear_error(monkeypatch):

@@ -1,14 +1,16 @@
 // Syntenic alignment (Huang & Chao: S, D, I, H with block penalty) over a band of the DP matrix.
 //
-// The band is rows r0+1 .. r0+rows (every row >= 1) by columns 0 .. width-1, cut into tiles of TH
+// The band is rows r0+1 .. r0+rows (every row >= 1) by columns 0 .. width-1, cut into tiles of 32
 // rows x TW columns. One launch computes one anti-diagonal of tiles (tile row tr + tile column tc
-// == diagonal), one thread block per tile; the host launches the diagonals in order on one stream,
-// so a tile's upper and left neighbours are complete before it starts (no flags, no spinning).
+// == diagonal), one warp (a block of 32 threads) per tile; the host launches the diagonals in
+// order on one stream, so a tile's upper and left neighbours are complete before it starts (no
+// flags, no spinning).
 //
-// Inside a tile, thread t owns the tile's row t and sweeps the tile's anti-diagonals: at step s it
-// computes column s - t, reading the row above (S, I, H of the same column) from what thread t-1
-// wrote to shared memory at step s-1 (double-buffered, one __syncthreads() per step). The left
-// neighbour (S, D, H) and the diagonal S stay in the thread's registers, as in fill_rows.
+// Inside a tile, lane t owns the tile's row t and sweeps the tile's anti-diagonals: at step s it
+// computes column s - t, receiving the row above (S, I, H of the same column) from lane t-1 by
+// warp shuffle (what lane t-1 computed at step s-1); lane 0 reads the tile's top row from shared
+// memory. The left neighbour (S, D, H) and the diagonal S stay in the lane's registers, as in
+// fill_rows. Every lane runs every step, so the shuffles always have the full warp.
 //
 // State crossing tile edges lives in global memory and is updated in place:
 //   row_s/i/h[j]  (width)  S, I, H of the last row computed above, at column j: read into shared
@@ -18,7 +20,7 @@
 //   corner[tr]             S of the cell above-left of tile (tr, tc): tile (tr, tc-1) saved it
 //                          (its top row's last column) before computing.
 // Tiles of one launch have distinct tile rows and distinct tile columns, so they touch disjoint
-// parts of these arrays.
+// parts of these arrays, and each tile reads all it needs before it writes.
 //
 // Cell values, boundaries (column 0: no left neighbour, no diagonal) and the direction byte are
 // exactly those of engines/syntenic_kernels.py (fill_rows / _cell); docs/ALGORITHMS.md "Syntenic".
@@ -93,29 +95,29 @@ __device__ __forceinline__ SyntenicCell syntenic_cell(int up_s, int up_i, int up
     return c;
 }
 
-// One anti-diagonal of tiles. Launch with TH threads per block, one block per tile of the
+// One anti-diagonal of tiles. Launch with 32 threads per block, one block per tile of the
 // diagonal (block b is tile row max(0, diagonal - (tile_cols - 1)) + b), and alpha * alpha ints
 // of dynamic shared memory. With DIRS, dirs (rows x width, row-major) receives the direction byte
 // of every cell. save_slot (rows entries, or null) gives for each band row the index of its copy
 // in saved (slots x 3 x width: S, I, H), or -1.
-template <int TH, int TW, bool DIRS>
-__global__ void __launch_bounds__(TH) syntenic_tile_diagonal(
+template <int TW, bool DIRS>
+__global__ void __launch_bounds__(32) syntenic_tile_diagonal(
     const unsigned char* __restrict__ query, const unsigned char* __restrict__ target,
     const int* __restrict__ sub, int alpha, int gap_first, int gap_extend, int block, int r0,
     int rows, int width, int diagonal, int tile_rows, int tile_cols, int* row_s, int* row_i,
     int* row_h, int* col_s, int* col_d, int* col_h, int* corner, const int* __restrict__ save_slot,
     int* saved, unsigned char* dirs) {
+    constexpr int TH = 32;
+    constexpr unsigned FULL = 0xffffffffu;
     extern __shared__ int sub_shared[];
     __shared__ int top_s[TW], top_i[TW], top_h[TW];
     __shared__ unsigned char letters[TW];
-    __shared__ int pass_s[2][TH], pass_i[2][TH], pass_h[2][TH];
     __shared__ unsigned char dir_tile[DIRS ? TH * TW : 1];
-    __shared__ int corner_in;
 
     const int tr = max(0, diagonal - (tile_cols - 1)) + (int)blockIdx.x;
     const int tc = diagonal - tr;
     if (tr >= tile_rows || tc < 0 || tc >= tile_cols) {
-        return;  // the whole block leaves together
+        return;  // the whole block (one warp) leaves together
     }
     const int i0 = tr * TH;  // band row of the tile's first row (matrix row r0 + 1 + i0)
     const int c0 = tc * TW;  // the tile's first column
@@ -133,15 +135,13 @@ __global__ void __launch_bounds__(TH) syntenic_tile_diagonal(
         top_h[k] = row_h[c0 + k];
         letters[k] = c0 + k > 0 ? target[c0 + k - 1] : 0;  // column j holds target[j - 1]
     }
-    if (t == 0) {
-        corner_in = tc > 0 ? corner[tr] : SYN_NEG_INF;
-        // The tile to the right needs S of the row above at this tile's last column.
-        corner[tr] = row_s[c0 + tw - 1];
-    }
     int left_s = SYN_NEG_INF, left_d = SYN_NEG_INF, left_h = SYN_NEG_INF;
     int diag_s = SYN_NEG_INF;  // S(i-1, j-1) for the next cell
     int profile = 0;           // offset of this row's letter in the substitution matrix
     int slot = -1;
+    if (t == 0 && tc > 0) {
+        diag_s = corner[tr];
+    }
     if (active) {
         profile = (int)query[r0 + i0 + t] * alpha;  // matrix row r0+1+i0+t holds query[r0+i0+t]
         if (tc > 0) {
@@ -158,37 +158,36 @@ __global__ void __launch_bounds__(TH) syntenic_tile_diagonal(
     }
     // Every read of row_*, col_* and corner above happens before any write below.
     __syncthreads();
-    if (t == 0 && tc > 0) {
-        diag_s = corner_in;
+    if (t == 0) {
+        // The tile to the right needs S of the row above at this tile's last column.
+        corner[tr] = top_s[tw - 1];
     }
 
+    int out_s = SYN_NEG_INF, out_i = SYN_NEG_INF, out_h = SYN_NEG_INF;  // this lane's last cell
     for (int step = 0; step < th + tw - 1; ++step) {
         const int jj = step - t;
-        const int cur = step & 1;
+        // Lane t-1 computed column jj of the row above at the previous step.
+        int up_s = __shfl_up_sync(FULL, out_s, 1);
+        int up_i = __shfl_up_sync(FULL, out_i, 1);
+        int up_h = __shfl_up_sync(FULL, out_h, 1);
         if (active && jj >= 0 && jj < tw) {
-            int up_s, up_i, up_h;
             if (t == 0) {
                 up_s = top_s[jj];
                 up_i = top_i[jj];
                 up_h = top_h[jj];
-            } else {
-                up_s = pass_s[cur ^ 1][t - 1];
-                up_i = pass_i[cur ^ 1][t - 1];
-                up_h = pass_h[cur ^ 1][t - 1];
             }
             const int j = c0 + jj;
             const int diagonal_value =
                 j == 0 ? SYN_NEG_INF : diag_s + sub_shared[profile + letters[jj]];
             const SyntenicCell c = syntenic_cell(up_s, up_i, up_h, left_s, left_d, left_h,
-                                                 diagonal_value, gap_first, gap_extend,
-                                                 block);
+                                                 diagonal_value, gap_first, gap_extend, block);
             diag_s = up_s;
             left_s = c.s;
             left_d = c.d;
             left_h = c.h;
-            pass_s[cur][t] = c.s;
-            pass_i[cur][t] = c.i;
-            pass_h[cur][t] = c.h;
+            out_s = c.s;
+            out_i = c.i;
+            out_h = c.h;
             if (DIRS) {
                 dir_tile[t * TW + jj] = c.bits;
             }
@@ -209,10 +208,10 @@ __global__ void __launch_bounds__(TH) syntenic_tile_diagonal(
                 col_h[i0 + t] = c.h;
             }
         }
-        __syncthreads();
     }
 
     if (DIRS) {
+        __syncwarp();
         for (int k = t; k < th * tw; k += TH) {
             const int r = k / tw;
             const int c = k - r * tw;

@@ -9,9 +9,10 @@ regions stay the CPU's code and the result is the CPU engine's by construction.
 column (``S, D, H``) of state: O(m + n) device memory.
 
 Kernel (``gpu/syntenic.cu``): a band of rows is cut into tiles of :data:`TILE_ROWS`
-x :data:`TILE_COLS` cells; one launch per anti-diagonal of tiles, one block per
-tile, the state crossing tile edges in global memory. Launches on one stream run in
-order, so no tile waits on another inside a launch.
+rows x 64 or 256 columns; one launch per anti-diagonal of tiles, one warp per
+tile (lanes own rows and pass values down by shuffles), the state crossing tile
+edges in global memory. Launches on one stream run in order, so no tile waits on
+another inside a launch.
 
 Memory. A band of ``rows x width`` holds ``12 (rows + width)`` bytes of edge state,
 ``12 width`` per saved row and, for ``directions``, ``rows * width`` direction bytes
@@ -27,10 +28,17 @@ from gpualign_plugin.engines.syntenic import SyntenicProblem
 from gpualign_plugin.gpu import kernels
 from gpualign_plugin.scoring import ScoringScheme
 
-TILE_ROWS = 64
-"""Rows of a tile: one thread each (the block size)."""
-TILE_COLS = 256
-"""Columns of a tile: a block sweeps ``TILE_ROWS + TILE_COLS - 1`` anti-diagonals of it."""
+TILE_ROWS = 32
+"""Rows of a tile: one lane of a warp each (the kernel's block is one warp)."""
+NARROW_TILE_COLS, WIDE_TILE_COLS = 64, 256
+"""Columns of a tile. A warp sweeps ``TILE_ROWS + cols - 1`` anti-diagonals of its tile, and
+one launch runs at most ``width / cols`` tiles: narrow tiles give more tiles per launch, wide
+ones fewer launches and less skew overhead."""
+NARROW_MIN_TILE_ROWS = 512
+"""Bands of at least this many tile rows use narrow tiles: their launches can hold more tiles
+than the GPU has room for. Thinner bands (the traceback's, whose height is the memory budget
+divided by the width) hold at most one tile per tile row in a launch whatever the width, so
+wide tiles cost nothing there and need four times fewer launches."""
 _SOURCE = "syntenic.cu"
 
 
@@ -52,6 +60,17 @@ class _Device:
             self.query = cupy.asarray(np.append(query, np.uint8(0)))
             self.target = cupy.asarray(np.append(target, np.uint8(0)))
             self.matrix = cupy.asarray(np.ascontiguousarray(matrix, dtype=np.int32))
+        self.pinned = None
+
+    def _host_directions(self, dirs) -> np.ndarray:
+        """``dirs`` copied into the reused page-locked host buffer (valid until the next call)."""
+        size = dirs.size
+        if self.pinned is None or self.pinned.size < size:
+            memory = self.cupy.cuda.alloc_pinned_memory(max(size, 1))
+            self.pinned = np.frombuffer(memory, dtype=np.uint8, count=max(size, 1))
+        host = self.pinned[:size].reshape(dirs.shape)
+        dirs.get(out=host)
+        return host
 
     def sweep(self, r0: int, rows: int, top: np.ndarray, width: int, save_rows=(),
               directions: bool = False):
@@ -68,7 +87,8 @@ class _Device:
         save_rows : sequence of int
             Rows (in ``r0+1..r0+rows``) whose state is returned.
         directions : bool
-            Also return the direction bytes, ``(rows, width)`` ``uint8``.
+            Also return the direction bytes, ``(rows, width)`` ``uint8``, in a host
+            buffer that the next sweep with directions overwrites.
 
         Returns
         -------
@@ -78,7 +98,8 @@ class _Device:
         """
         cp = self.cupy
         tile_rows = -(-rows // TILE_ROWS)
-        tile_cols = -(-width // TILE_COLS)
+        cols = NARROW_TILE_COLS if tile_rows >= NARROW_MIN_TILE_ROWS else WIDE_TILE_COLS
+        tile_cols = -(-width // cols)
         saves = len(save_rows)
         needed = (12 * (rows + width) + 8 * rows + 4 * tile_rows + 12 * saves * width
                   + (rows * width if directions else 0) + 4096)
@@ -94,7 +115,7 @@ class _Device:
                 slots = cp.asarray(index)
                 saved = cp.empty((saves, 3, width), dtype=cp.int32)
             dirs = cp.empty((rows, width), dtype=cp.uint8) if directions else None
-            name = f"syntenic_tile_diagonal<{TILE_ROWS},{TILE_COLS},{'true' if directions else 'false'}>"
+            name = f"syntenic_tile_diagonal<{cols},{'true' if directions else 'false'}>"
             kernel = kernels.get_kernel(self.device, _SOURCE, name)
             null = np.uint64(0)
             i32 = np.int32
@@ -112,7 +133,7 @@ class _Device:
                                sizes, sync=False)
             kernels.synchronize(f"computing the syntenic {sizes}")
             states = list(saved.get()) if saved is not None else []
-            return row.get(), states, dirs.get() if dirs is not None else None
+            return row.get(), states, self._host_directions(dirs) if dirs is not None else None
 
 
 class GpuSyntenicProblem(SyntenicProblem):
@@ -140,7 +161,11 @@ class GpuSyntenicProblem(SyntenicProblem):
         return saved
 
     def directions(self, r0: int, r1: int, top: np.ndarray, width: int) -> np.ndarray:
-        """Direction bytes of rows ``r0+1..r1`` over columns ``0..width-1``, computed on the GPU."""
+        """Direction bytes of rows ``r0+1..r1`` over columns ``0..width-1``, computed on the GPU.
+
+        The array is valid until the next call (the driver traces each band before
+        solving the next one).
+        """
         last, _, flags = self.gpu.sweep(r0, r1 - r0, top, width, directions=True)
         if r1 == len(self.query) and width == len(self.target) + 1:
             self.score = int(last[0, width - 1])
