@@ -10,7 +10,8 @@ Two passes:
    ``backend='gpu'`` the scores come from :mod:`gpualign_plugin.gpu.search`
    (the same matrix), and everything after them is this module's.
 2. **Alignment pass**: each reported hit is re-aligned with
-   :func:`gpualign_plugin.engines.pairwise.align_sequences`, so its coordinates
+   :func:`gpualign_plugin.engines.pairwise.align_sequences` (on the CPU, hits in
+   parallel over ``numba.get_num_threads()`` threads), so its coordinates
    and CIGAR are exactly the pairwise engine's (same recurrence, same end-cell
    and traceback rules, docs/ALGORITHMS.md); its score must equal the score pass's.
 
@@ -25,6 +26,7 @@ whole database's size, so one job and merged shards give the same numbers.
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -307,11 +309,16 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
                     kept_targets[index] = by_index[index]
         live = {int(i) for _, index, _ in kept for i in index}
         kept_targets = {i: s for i, s in kept_targets.items() if i in live}
-    hits = []
-    for q, query in enumerate(queries):
-        for score, index, strand in zip(*(array.tolist() for array in kept[q])):
-            hits.append(Hit(q, index, _align_hit(query, kept_targets[index], scheme, signs[strand],
-                                                 score)))
+    jobs = [(q, index, strand, score) for q in range(len(queries))
+            for score, index, strand in zip(*(array.tolist() for array in kept[q]))]
+
+    def align(job):
+        q, index, strand, score = job
+        return Hit(q, index, _align_hit(queries[q], kept_targets[index], scheme, signs[strand], score))
+
+    # The pairwise kernels release the GIL: hits align in parallel, listed in rank order.
+    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool:
+        hits = list(pool.map(align, jobs))
     return SearchResult([(q.id, len(q)) for q in queries], hits, top, database_residues,
                         database_sequences, histogram, targets=kept_targets)
 
