@@ -97,10 +97,7 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     result = np.zeros((len(queries), len(targets)), dtype=np.int32)
     if not queries or not targets:
         return result
-    scheme.check_score_range(max(len(q) for q in queries), max(len(t) for t in targets))
-    alphabet = scheme.matrix.shape[0]
-    codes, offsets, widths, lane_target = kernels.interleave(
-        [np.ascontiguousarray(t, dtype=np.uint8) for t in targets], pad_code=alphabet)
+    codes, offsets, widths, lane_target = kernels.pack_targets(queries, targets, scheme)
     query_offsets = np.zeros(len(queries) + 1, dtype=np.int64)
     np.cumsum([len(q) for q in queries], out=query_offsets[1:])
     packed = np.concatenate([np.ascontiguousarray(q, dtype=np.uint8) for q in queries])

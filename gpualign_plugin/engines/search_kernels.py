@@ -256,6 +256,20 @@ def interleave(targets: list[np.ndarray], pad_code: int) -> tuple[np.ndarray, np
     return codes, offsets, widths, lane_target
 
 
+def pack_targets(queries: list, targets: list, scheme) -> tuple:
+    """Check the score range of a search and pack its ``targets`` for the lane kernels.
+
+    Shared by the CPU and GPU score passes: raises
+    :class:`~gpualign_plugin.errors.InputError` when the longest query and target could
+    overflow 32-bit scores under ``scheme``, then returns :func:`interleave` of the
+    targets with the pad code one past the alphabet (``codes, offsets, widths,
+    lane_target``).
+    """
+    scheme.check_score_range(max(len(q) for q in queries), max(len(t) for t in targets))
+    return interleave([np.ascontiguousarray(t, dtype=np.uint8) for t in targets],
+                      pad_code=scheme.matrix.shape[0])
+
+
 def extend_matrix(matrix: np.ndarray, dtype=np.int32) -> np.ndarray:
     """The substitution matrix with one more column (the pad code) in lane type ``dtype``.
 

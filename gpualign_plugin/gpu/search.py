@@ -180,10 +180,7 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     result = np.zeros((len(queries), len(targets)), dtype=np.int32)
     if not queries or not targets:
         return result
-    scheme.check_score_range(max(len(q) for q in queries), max(len(t) for t in targets))
-    alphabet = scheme.matrix.shape[0]
-    codes, offsets, widths, lane_target = search_kernels.interleave(
-        [np.ascontiguousarray(t, dtype=np.uint8) for t in targets], pad_code=alphabet)
+    codes, offsets, widths, lane_target = search_kernels.pack_targets(queries, targets, scheme)
     query_lengths = np.array([len(q) for q in queries], dtype=np.int64)
     target_lengths = np.array([len(t) for t in targets] + [0], dtype=np.int64)  # [-1]: empty lane
     batch_residues = target_lengths[lane_target].reshape(-1, LANES).sum(axis=1)

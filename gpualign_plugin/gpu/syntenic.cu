@@ -32,6 +32,25 @@ struct SyntenicCell {
     unsigned char bits;
 };
 
+// The largest of a, b, c, d; `choice` gets the index (0..3) of the first that attains it.
+__device__ __forceinline__ int first_max4(int a, int b, int c, int d, int &choice) {
+    int best = a;
+    choice = 0;
+    if (b > best) {
+        best = b;
+        choice = 1;
+    }
+    if (c > best) {
+        best = c;
+        choice = 2;
+    }
+    if (d > best) {
+        best = d;
+        choice = 3;
+    }
+    return best;
+}
+
 // One cell from its neighbours: the arithmetic and priorities of _cell in syntenic_kernels.py.
 __device__ __forceinline__ SyntenicCell syntenic_cell(int up_s, int up_i, int up_h, int left_s,
                                                       int left_d, int left_h, int diagonal,
@@ -55,38 +74,14 @@ __device__ __forceinline__ SyntenicCell syntenic_cell(int up_s, int up_i, int up
         value_d = extend;
     }
     // H: open from above, open from the left, extend from above, extend from the left.
-    int value_h = up_s - block;
-    int h_choice = 0;
-    if (left_s - block > value_h) {
-        value_h = left_s - block;
-        h_choice = 1;
-    }
-    if (up_h > value_h) {
-        value_h = up_h;
-        h_choice = 2;
-    }
-    if (left_h > value_h) {
-        value_h = left_h;
-        h_choice = 3;
-    }
+    int h_choice;
+    int value_h = first_max4(up_s - block, left_s - block, up_h, left_h, h_choice);
     value_i = max(value_i, SYN_NEG_INF);
     value_d = max(value_d, SYN_NEG_INF);
     value_h = max(value_h, SYN_NEG_INF);
     // S: diagonal, D, I, H.
-    int value_s = diagonal;
-    int s_choice = 0;
-    if (value_d > value_s) {
-        value_s = value_d;
-        s_choice = 1;
-    }
-    if (value_i > value_s) {
-        value_s = value_i;
-        s_choice = 2;
-    }
-    if (value_h > value_s) {
-        value_s = value_h;
-        s_choice = 3;
-    }
+    int s_choice;
+    int value_s = first_max4(diagonal, value_d, value_i, value_h, s_choice);
     c.s = value_s;
     c.d = value_d;
     c.i = value_i;
