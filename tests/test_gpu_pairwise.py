@@ -168,6 +168,7 @@ def test_1mbp_related_pair_alignment_rescored():
     assert got.query_end - got.query_start > 900_000
 
 
+@pytest.mark.long_cpu_reference
 @pytest.mark.parametrize("mode, length", [("local", 1_000_000), ("global", 300_000)])
 def test_long_pair_score_equals_tiled_cpu_score_on_all_cores(mode, length):
     # Issue 5: the GPU score equals the CPU engine's run on every core of the GPU machine

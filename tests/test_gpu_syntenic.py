@@ -121,6 +121,7 @@ def test_tiny_budgets_cross_many_bands_and_levels(tiles):
         assert_same(a, b, scheme, int(rng.choice([5, 20, 50])), budgets=(1, 5000, 40000))
 
 
+@pytest.mark.long_cpu_reference
 def test_related_100_kbp_pair_equals_cpu():
     scheme = ScoringScheme.dna()
     query, target = related_pair(100_000, 100_000, 0.02, seed=3)
