@@ -206,11 +206,8 @@ class _Sweep:
 
 
 def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    query = np.ascontiguousarray(query_codes, dtype=np.uint8)
-    target = np.ascontiguousarray(target_codes, dtype=np.uint8)
-    scheme.check_score_range(len(query), len(target))
+    """The CPU engine's checks and ``uint8`` arrays, plus the int8 bound of the GPU's query profile."""
+    query, target, _matrix, _mode_code = cpu._prepare(query_codes, target_codes, scheme, mode)
     if scheme.matrix.min() < -128 or scheme.matrix.max() > 127:
         raise InputError("the GPU engine needs substitution scores between -128 and 127 "
                          f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
