@@ -14,7 +14,8 @@ Every launch goes through :func:`launch`, which synchronises and turns a CUDA
 error into :class:`GpuKernelError` naming the kernel and the sizes it was given.
 :func:`check_memory` compares a size estimate with the free device memory before
 any allocation, so an input too large for the card gives :class:`GpuMemoryError`
-with the numbers instead of a crash.
+with the numbers instead of a crash. :func:`pinned_bytes` is the page-locked host buffer
+the engines copy direction bytes into.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
+
+import numpy as np
 
 KERNEL_DIR = "gpualign_plugin.gpu"
 
@@ -114,6 +117,13 @@ def synchronize(what: str) -> None:
         cupy.cuda.Device().synchronize()
     except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
         raise GpuKernelError(f"CUDA kernels failed while {what}: {exc}") from exc
+
+
+def pinned_bytes(size: int) -> np.ndarray:
+    """A ``uint8`` host array of ``size`` bytes in page-locked memory (fast device-to-host copies)."""
+    import cupy
+
+    return np.frombuffer(cupy.cuda.alloc_pinned_memory(size), dtype=np.uint8, count=size)
 
 
 def free_bytes() -> int:

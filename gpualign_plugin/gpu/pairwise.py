@@ -432,7 +432,7 @@ def _chunked_traceback(sweep: _Sweep, i: int, j: int, every: int, window: int, r
     state = STATE_H
     strip = 32 * CHUNK_ROWS_PER_LANE
     chunk_bytes = -(-every // strip) * strip * (every + 31)
-    pinned = np.frombuffer(cp.cuda.alloc_pinned_memory(chunk_bytes), dtype=np.uint8, count=chunk_bytes)
+    pinned = kernels.pinned_bytes(chunk_bytes)
     streams = [cp.cuda.Stream(non_blocking=True) for _ in range(window * window)]
     dir_pool = cp.empty(window * window * chunk_bytes, dtype=cp.uint8)
     solved: dict = {}

@@ -66,8 +66,7 @@ class _Device:
         """``dirs`` copied into the reused page-locked host buffer (valid until the next call)."""
         size = dirs.size
         if self.pinned is None or self.pinned.size < size:
-            memory = self.cupy.cuda.alloc_pinned_memory(max(size, 1))
-            self.pinned = np.frombuffer(memory, dtype=np.uint8, count=max(size, 1))
+            self.pinned = kernels.pinned_bytes(max(size, 1))
         host = self.pinned[:size].reshape(dirs.shape)
         dirs.get(out=host)
         return host
