@@ -9,11 +9,9 @@ checkpoints, chunk re-solves, host traceback). Run it on a GPU machine with
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
-from gpualign_plugin.cli.bench import parse_size, related_pair
+from gpualign_plugin.cli.bench import _time, parse_size, related_pair
 from gpualign_plugin.scoring import ScoringScheme
 
 SCHEME = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
@@ -22,16 +20,6 @@ SCHEME = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
 
 VARIANTS = ((16, True), (8, True), (4, True), (2, True), (16, False))
 """Scoring variants timed: (rows per lane, DPX instructions on)."""
-
-
-def _median_seconds(function, repeat: int):
-    function()  # warm-up: compilation and module loading stay out of the numbers
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
 
 
 def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int = 3, device: int = 0):
@@ -72,13 +60,13 @@ def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int
         query, target = related_pair(m, n, 0.02, 1)
         for lane_rows, dpx in VARIANTS:
             capability = None if dpx else (8, 0)
-            seconds, result = _median_seconds(
+            seconds, result = _time(
                 lambda: pairwise._score(query, target, SCHEME, "local", device, lane_rows, capability),
                 repeat)
             add(f"score R={lane_rows} {'DPX' if dpx else 'no DPX'}", (m, n), seconds,
                 f"score {result.score} end ({result.query_end},{result.target_end})")
         profile: dict = {}
-        seconds, result = _median_seconds(
+        seconds, result = _time(
             lambda: pairwise._align(query, target, SCHEME, "local", device, None, None, profile), repeat)
         phases = ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in profile.items())
         add("align (default)", (m, n), seconds, f"score {result.score}; {phases}")
