@@ -110,6 +110,16 @@ def test_local_pair_without_alignment_keeps_its_tsv_line_and_is_left_out_of_paf(
     assert [r["qname"] for r in read_paf(tmp_path / "o.paf")] == ["q1"]
 
 
+def test_sam_header_records_the_arguments_main_was_given(tmp_path):
+    (tmp_path / "q.fa").write_text(">q0\nACGTACGT\n")
+    (tmp_path / "t.fa").write_text(">t0\nTTACGTACGTTT\n")
+    args = ["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+            "--out", str(tmp_path / "o.sam")]
+    assert main(args) == 0
+    with pysam.AlignmentFile(str(tmp_path / "o.sam")) as handle:
+        assert handle.header.to_dict()["PG"][0]["CL"] == " ".join(["gpualign"] + args)
+
+
 @pytest.mark.parametrize("case", ["unequal", "unknown_id", "extension"])
 def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
     (tmp_path / "q.fa").write_text(">q0\nACGTACGT\n>q1\nACGTTT\n")

@@ -183,7 +183,7 @@ def write_outputs(args, alignments, scheme, gap: int) -> None:
             views += [(os.path.join(directory, a.name + extension), writer, a) for a in alignments]
     with all_or_none() as written:
         write_maf(args.maf, alignments,
-                  comments=[command_line(), f"sum of pairs: {scheme.name}, linear gap {gap} per residue"])
+                  comments=[command_line(args), f"sum of pairs: {scheme.name}, linear gap {gap} per residue"])
         written.append(args.maf)
         for path, writer, alignment in views:
             with atomic_text(path) as handle:

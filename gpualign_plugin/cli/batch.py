@@ -148,6 +148,6 @@ def run(args: argparse.Namespace) -> int:
             written.append(path)
         if others:
             # A query listed in several pairs gets one primary record (SAM/PAF), by the placement rule.
-            write_outputs(others, place(alignments), queries, targets, scheme, command_line())
+            write_outputs(others, place(alignments), queries, targets, scheme, command_line(args))
     stats.write(args.stats)
     return 0

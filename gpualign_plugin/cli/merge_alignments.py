@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bam:
         from gpualign_plugin.io.sam import merge_bams
 
-        merge_bams(args.out_bam, args.bam, command_line=command_line())
+        merge_bams(args.out_bam, args.bam, command_line=command_line(args))
     if args.paf:
         concatenate(args.paf, args.out_paf)
     if args.maf:

@@ -119,7 +119,7 @@ def write_search_outputs(args: argparse.Namespace, result, scheme, queries, name
             targets = [result.targets.get(k, (name, length))
                        for k, (name, length) in enumerate(zip(names, lengths))]
             write_alignments(args.out_sam, [hit.alignment for hit in result.hits],
-                             {q.id: q for q in queries}, targets, scheme, command_line(), fmt=fmt)
+                             {q.id: q for q in queries}, targets, scheme, command_line(args), fmt=fmt)
             written += [args.out_sam, args.out_sam + ".bai", args.out_sam + ".csi"]
 
 

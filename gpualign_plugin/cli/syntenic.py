@@ -183,6 +183,6 @@ def run(args: argparse.Namespace) -> int:
              sum(len(r.matching_regions) for r in results), sum(len(r.difference_blocks) for r in results),
              stats.gcups)
     description = f"{scheme.describe()}, block penalty {block_penalty}"
-    write_outputs(paths, results, description, command_line(), "bp" if scheme.is_dna else "aa")
+    write_outputs(paths, results, description, command_line(args), "bp" if scheme.is_dna else "aa")
     stats.write(args.stats)
     return 0
