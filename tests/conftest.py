@@ -24,13 +24,6 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"no usable GPU: {reason}"))
 
 
-@pytest.fixture
-def cupy_cache(tmp_path, monkeypatch):
-    """Point CuPy's kernel cache at a temporary directory for the test."""
-    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "cupy-cache"))
-    return tmp_path / "cupy-cache"
-
-
 @pytest.fixture(scope="session")
 def data_dir():
     """Folder of the test data files shipped with the tests."""
