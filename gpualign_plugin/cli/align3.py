@@ -218,10 +218,6 @@ def run(args: argparse.Namespace) -> int:
                                      name=name, progress=progress.advance, backend=engine,
                                      device=args.device))
     stats.cells = total
-    if engine == "gpu":
-        from gpualign_plugin.gpu.runtime import peak_memory_bytes
-
-        stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
     stats.extra = {"triplets": len(triplets),
                    "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}

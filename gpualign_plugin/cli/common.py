@@ -147,8 +147,12 @@ class RunStats:
         self._started = time.perf_counter()
 
     def finish(self) -> None:
-        """Stop the clock."""
+        """Stop the clock; on the GPU engine also record the peak GPU memory."""
         self.seconds = time.perf_counter() - self._started
+        if self.engine == "gpu":
+            from gpualign_plugin.gpu.runtime import peak_memory_bytes
+
+            self.peak_gpu_memory_bytes = peak_memory_bytes()
 
     @property
     def gcups(self) -> float:

@@ -118,10 +118,6 @@ def run(args: argparse.Namespace) -> int:
         alignments = align_records(queries, targets, scheme, args.mode, strands, min_score, engine,
                                    args.device, pairs, threads, on_pair_done=progress.advance)
     stats.cells = total
-    if engine == "gpu":
-        from gpualign_plugin.gpu.runtime import peak_memory_bytes
-
-        stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
     log.info("%d alignments of %d queries (%s, %.2f GCUPS)", len(alignments), len(queries), engine, stats.gcups)
     write_outputs(outputs, alignments, queries, targets, scheme, command_line(args))

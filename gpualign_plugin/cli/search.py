@@ -165,10 +165,6 @@ def run(args: argparse.Namespace) -> int:
 
         result = search(queries, records(), scheme, residues, len(names), args.top, strands,
                         args.chunk_residues, on_progress=advanced, backend=engine, device=args.device)
-    if engine == "gpu":
-        from gpualign_plugin.gpu.runtime import peak_memory_bytes
-
-        stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
     log.info("%d hits of %d queries in %d database sequences (%s, %.2f GCUPS)",
              len(result.hits), len(queries), stop - start,

@@ -173,10 +173,6 @@ def run(args: argparse.Namespace) -> int:
         workers = 1 if engine == "gpu" else max(1, min(threads, len(pairs)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(align, pairs))
-    if engine == "gpu":
-        from gpualign_plugin.gpu.runtime import peak_memory_bytes
-
-        stats.peak_gpu_memory_bytes = peak_memory_bytes()
     stats.finish()
     stats.extra = {"pairs": len(pairs), "block_penalty": block_penalty}
     log.info("%d pairs aligned, %d matching regions, %d difference blocks (%.2f GCUPS)", len(results),
