@@ -31,6 +31,7 @@ import numpy as np
 
 from gpualign_plugin.engines import pairwise_kernels as kernels
 from gpualign_plugin.engines.checkpoint import Cursor, checkpointed_traceback
+from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Alignment, Cigar
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 
@@ -404,6 +405,23 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairAlignment]:
         results.append(PairAlignment(int(score), int(q_start), int(q_end), int(t_start),
                                      int(t_end), _cigar(path)))
     return results
+
+
+def strand_signs(strands: str, scheme: ScoringScheme) -> tuple[str, ...]:
+    """The strands that ``--strand`` ``'both'`` or ``'plus'`` names: ``('+', '-')`` or ``('+',)``.
+
+    Raises
+    ------
+    ValueError
+        ``strands`` is neither ``'both'`` nor ``'plus'``.
+    InputError
+        ``'both'`` with a protein scheme (protein has one strand).
+    """
+    if strands not in ("both", "plus"):
+        raise ValueError(f"strands must be 'both' or 'plus', got {strands!r}")
+    if strands == "both" and not scheme.is_dna:
+        raise InputError("--strand both needs DNA; protein has one strand (use --strand plus)")
+    return ("+", "-") if strands == "both" else ("+",)
 
 
 def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mode: str,

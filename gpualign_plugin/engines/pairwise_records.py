@@ -79,20 +79,16 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
     list of Alignment
         Placed alignments: per query in query-file order, primary first.
     """
-    from gpualign_plugin.engines.pairwise import align_sequences
+    from gpualign_plugin.engines.pairwise import align_sequences, strand_signs
     from gpualign_plugin.engines.placement import place
 
-    if strands not in ("both", "plus"):
-        raise ValueError(f"strands must be 'both' or 'plus', got {strands!r}")
-    if strands == "both" and not scheme.is_dna:
-        raise InputError("--strand both needs DNA; protein has one strand (use --strand plus)")
+    strand_list = strand_signs(strands, scheme)
     by_query = {q.id: q for q in queries}
     by_target = {t.id: t for t in targets}
     query_rank = {q.id: k for k, q in enumerate(queries)}
     target_rank = {t.id: k for k, t in enumerate(targets)}
     if pairs is None:
         pairs = [(q.id, t.id) for q in queries for t in targets]
-    strand_list = ("+", "-") if strands == "both" else ("+",)
     jobs = [(by_query[q], by_target[t], s) for q, t in pairs for s in strand_list]
     for query, target, _ in jobs:
         scheme.check_score_range(len(query), len(target))

@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from gpualign_plugin.engines import search_kernels as kernels
+from gpualign_plugin.engines.pairwise import align_sequences, strand_signs
 from gpualign_plugin.engines.statistics import (KarlinAltschul, ScoreHistogram, fit_parameters,
                                                 published_parameters)
 from gpualign_plugin.errors import InputError
@@ -191,11 +192,7 @@ class SearchResult:
 
 def _strand_queries(queries: list[Sequence], scheme: ScoringScheme, strands: str):
     """The oriented query codes to score: ``[q0+, (q0-), q1+, ...]`` and their strands."""
-    if strands not in ("both", "plus"):
-        raise ValueError(f"strands must be 'both' or 'plus', got {strands!r}")
-    if strands == "both" and not scheme.is_dna:
-        raise InputError("--strand both needs DNA; protein has one strand (use --strand plus)")
-    signs = ("+", "-") if strands == "both" else ("+",)
+    signs = strand_signs(strands, scheme)
     oriented = []
     for query in queries:
         for sign in signs:
@@ -322,8 +319,6 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
 
 def _align_hit(query: Sequence, target: Sequence, scheme: ScoringScheme, strand: str,
                score: int) -> Alignment:
-    from gpualign_plugin.engines.pairwise import align_sequences
-
     alignment = align_sequences(query, target, scheme, "local", strand=strand)
     if alignment is None or alignment.score != score:
         raise RuntimeError(f"score pass and pairwise engine disagree on {query.id} vs {target.id} "
