@@ -156,6 +156,8 @@ BAD_INPUTS = [
     ("bad_gap_extend", ">a\nACGT\n", ["--gap-extend", "0"], ["--gap-extend"]),
     ("bad_extension", ">a\nACGT\n", ["--out", "{tmp}/x.xyz"], ["output format"]),
     ("unwritable", ">a\nACGT\n", ["--out", "{tmp}/no/such/dir/x.bam"], ["output directory does not exist"]),
+    ("unwritable_stats", ">a\nACGT\n", ["--stats", "{tmp}/no/such/dir/s.json"],
+     ["s.json", "output directory does not exist"]),
     ("protein_both_strands", ">p\nMKVLHEEQRSTW\n", ["--matrix", "BLOSUM62", "--strand", "both"], ["--strand both"]),
 ]
 
@@ -177,7 +179,7 @@ def test_bad_input_gives_one_line_exit_2_and_no_output(tmp_path, capsys, name, t
     for word in words:
         assert word in err[0]
     if text is not None and name not in ("bad_gap_open", "bad_gap_extend", "bad_extension", "unwritable",
-                                         "protein_both_strands"):
+                                         "unwritable_stats", "protein_both_strands"):
         assert str(query) in err[0]
     assert sorted(os.listdir(tmp_path)) == sorted(["q.fa", "t.fa"] if text is not None else ["t.fa"])
 

@@ -17,6 +17,7 @@ import sys
 from gpualign_plugin import __version__
 from gpualign_plugin.errors import BackendUnavailable, InputError
 from gpualign_plugin.gpu.kernels import GpuKernelError, GpuMemoryError
+from gpualign_plugin.io.atomic import check_writable
 
 SUBCOMMANDS = (
     "pairwise",
@@ -67,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if getattr(args, "stats", None):
+            # --stats (add_compute_options) is written last: check it before the work starts.
+            check_writable(args.stats)
         return int(args.run(args) or 0)
     except (InputError, BackendUnavailable, GpuMemoryError) as exc:
         print(f"gpualign: error: {exc}", file=sys.stderr)
