@@ -205,10 +205,15 @@ class _Sweep:
         return PairScore(int(row[j]), self.m, j)
 
 
+def accepts(scheme: ScoringScheme) -> bool:
+    """Whether the substitution scores fit the sweep's int8 query profile (-128..127)."""
+    return -128 <= int(scheme.matrix.min()) and int(scheme.matrix.max()) <= 127
+
+
 def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
     """The CPU engine's checks and ``uint8`` arrays, plus the int8 bound of the GPU's query profile."""
     query, target, _matrix, _mode_code = cpu._prepare(query_codes, target_codes, scheme, mode)
-    if scheme.matrix.min() < -128 or scheme.matrix.max() > 127:
+    if not accepts(scheme):
         raise InputError("the GPU engine needs substitution scores between -128 and 127 "
                          f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
     return query, target

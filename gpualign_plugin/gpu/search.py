@@ -42,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from gpualign_plugin.engines import search_kernels
-from gpualign_plugin.gpu import kernels
+from gpualign_plugin.gpu import kernels, pairwise
 from gpualign_plugin.gpu.kernels import GpuMemoryError
 from gpualign_plugin.scoring import NEG_INF, ScoringScheme
 
@@ -184,9 +184,8 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     query_lengths = np.array([len(q) for q in queries], dtype=np.int64)
     target_lengths = np.array([len(t) for t in targets] + [0], dtype=np.int64)  # [-1]: empty lane
     batch_residues = target_lengths[lane_target].reshape(-1, LANES).sum(axis=1)
-    intra_ok = -128 <= int(scheme.matrix.min()) and int(scheme.matrix.max()) <= 127
     inter_q, inter_b, intra_q, intra_b = plan_items(query_lengths, widths,
-                                                    pair_cells if intra_ok else None)
+                                                    pair_cells if pairwise.accepts(scheme) else None)
     progress = _Progress(query_lengths, batch_residues, np.concatenate([inter_b, intra_b]),
                          on_progress)
     with cp.cuda.Device(device):
@@ -209,8 +208,6 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
 
 def _score_pair(query, target, scheme: ScoringScheme, transposed: ScoringScheme, device: int) -> int:
     """Local score of one pair with the long-pair engine, the longer sequence on the rows."""
-    from gpualign_plugin.gpu import pairwise
-
     if len(target) > len(query):
         return pairwise.score_pair(target, query, transposed, "local", device).score
     return pairwise.score_pair(query, target, scheme, "local", device).score
