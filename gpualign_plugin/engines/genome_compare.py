@@ -145,7 +145,7 @@ def _local_identity(query_codes, target_codes, scheme: ScoringScheme) -> tuple[f
     result = align_pair(query_codes, target_codes, scheme, "local")
     if result.score <= 0:
         return 0.0, 0.0
-    columns = sum(n for n, _ in result.cigar.runs)
+    columns = result.cigar.columns()
     identical = sum(n for n, op in result.cigar.runs if op == "=")
     covered = min(result.query_end - result.query_start, result.target_end - result.target_start)
     return covered / min(len(query_codes), len(target_codes)), identical / columns
