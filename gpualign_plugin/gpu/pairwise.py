@@ -22,11 +22,13 @@ the one the full matrix would make and the CIGAR is the CPU engine's.
 Memory bound. For an ``m x n`` problem with checkpoint interval ``c`` (rows and
 columns) the alignment holds ``8 * (m * n / c) * 2`` bytes of checkpoints (``H``
 and ``F`` or ``E``, 4 bytes each, ``(m / c)`` rows of ``n`` and ``(n / c)`` columns
-of ``m``) plus one chunk of direction bytes, ``c * (c + 31)`` bytes, plus ``16 n``
-bytes of strip hand-over rows. At 1 Mbp x 1 Mbp and ``c = 4096`` that is 3.9 GB.
-:func:`align_pair` starts from ``c = 4096`` and doubles it until the estimate
-fits ``memory_budget`` (default: half the free GPU memory), and raises
-:class:`~gpualign_plugin.gpu.kernels.GpuMemoryError` when no interval fits.
+of ``m``) plus the direction bytes of the chunks re-solved at once (a window of up
+to :data:`CHUNK_WINDOW` x :data:`CHUNK_WINDOW` chunks, ``c * (c + 31)`` bytes each), plus
+``16 n`` bytes of strip hand-over rows. At 1 Mbp x 1 Mbp and ``c = 4096`` that is 3.9 GB
+of checkpoints and 1.1 GB of direction bytes. :func:`align_pair` starts from
+``c = 4096`` and doubles it until the checkpoints and one chunk fit ``memory_budget``
+(default: half the free GPU memory), shrinks the window (8, 4, 2, 1) until it fits
+too, and raises :class:`~gpualign_plugin.gpu.kernels.GpuMemoryError` when nothing fits.
 """
 
 from __future__ import annotations
@@ -290,8 +292,9 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     device : int
         CUDA device ordinal (counted inside CUDA_VISIBLE_DEVICES).
     memory_budget : int, optional
-        Bytes of GPU memory the checkpoints and one chunk may take (default: half
-        of the free device memory). The interval grows until they fit.
+        Bytes of GPU memory the checkpoints and the re-solved chunks may take
+        (default: half of the free device memory). The interval grows, and the
+        window of chunks re-solved at once shrinks, until they fit.
     checkpoint_every : int, optional
         Force the checkpoint interval (rows and columns; a multiple of 64). Tests
         use small values so that the chunked traceback crosses many chunks.
