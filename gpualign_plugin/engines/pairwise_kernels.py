@@ -1,7 +1,8 @@
 """Numba kernels of the Gotoh pairwise engine (see docs/ALGORITHMS.md, "Pairwise").
 
 Everything here is ``@njit(cache=True, nogil=True)`` (callers may align pairs
-in Python threads; the batch kernels use ``prange`` themselves) and works on
+in Python threads) but the kernels that use ``prange`` themselves, the batch
+kernels and :func:`tiled_score_kernel` (``parallel=True``); all work on
 ``uint8`` code arrays, an ``int32`` substitution matrix and ``int32`` DP rows.
 Orientation: ``a`` indexes the rows (``i``), ``b`` the columns (``j``); the
 public functions in :mod:`gpualign_plugin.engines.pairwise` decide which
