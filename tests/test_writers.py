@@ -427,6 +427,25 @@ def test_paf_reader_names_file_and_line_of_bad_input(tmp_path):
         read_paf(tmp_path / "missing.paf")
 
 
+@pytest.mark.parametrize("command", [
+    ["best-pairs", "--paf", "{bad}", "--out", "{tmp}/pairs.txt"],
+    ["triplets", "--hits", "{bad}", "{bad}", "--out", "{tmp}/triplets.tsv"],
+    ["split", "--lines", "{bad}", "--parts", "2", "--out-dir", "{tmp}/parts"],
+    ["merge-hits", "{bad}", "--out-blast", "{tmp}/hits.m8"],
+    ["merge-alignments", "--paf", "{bad}", "--out-paf", "{tmp}/merged.paf"],
+    ["merge-alignments", "--maf", "{bad}", "--out-maf", "{tmp}/merged.maf"],
+], ids=lambda command: "_".join(command[:2]))
+def test_a_binary_text_input_is_one_line_exit_2(tmp_path, capsys, command):
+    from gpualign_plugin.cli.main import main
+
+    bad = tmp_path / "input.bam"
+    bad.write_bytes(gzip.compress(b"BAM\x01" + bytes(range(256))))
+    status = main([word.format(bad=bad, tmp=tmp_path) for word in command])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err == [f"gpualign: error: {bad}: not a UTF-8 text file"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "parts") == ["input.bam"]
+
+
 def failing_after_first(items):
     yield items[0]
     raise RuntimeError("engine died")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections import defaultdict
 
 from gpualign_plugin.cli.common import add_scoring_options, scheme_from_args
@@ -12,6 +11,7 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text, check_writable
 from gpualign_plugin.io.fasta import read_fasta
 from gpualign_plugin.io.synteny import TABLE_COLUMNS
+from gpualign_plugin.io.text import text_input
 from gpualign_plugin.model import Cigar, SyntenicAlignment, SyntenicBlock
 
 EPILOG = """example:
@@ -66,10 +66,8 @@ def read_block_table(path: str, queries: dict, targets: dict) -> list[SyntenicAl
         A missing file, a row with the wrong number of columns, an unknown record id
         or a malformed number or CIGAR; names the file and line.
     """
-    if not os.path.isfile(path):
-        raise InputError("no such file", path=path)
     blocks = defaultdict(list)
-    with open(path, encoding="utf-8") as handle:
+    with text_input(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             if line.startswith("#") or not line.strip():
                 continue

@@ -23,6 +23,7 @@ import tempfile
 from gpualign_plugin.cli.common import command_line
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text, check_writable
+from gpualign_plugin.io.text import text_input
 
 EPILOG = """examples:
   gpualign merge-alignments --bam shards/*.bam --out-bam strain.bam \\
@@ -97,7 +98,7 @@ def concatenate(inputs, output) -> None:
     """Write the lines of ``inputs`` one file after another to ``output`` (atomically)."""
     with atomic_text(output) as out:
         for path in inputs:
-            with open(path, encoding="utf-8") as handle:
+            with text_input(path) as handle:
                 for line in handle:
                     out.write(line if line.endswith("\n") else line + "\n")
 
@@ -112,7 +113,7 @@ def merge_maf(inputs, output) -> None:
     """
     with atomic_text(output) as out:
         for index, path in enumerate(inputs):
-            with open(path, encoding="utf-8") as handle:
+            with text_input(path) as handle:
                 first = handle.readline()
                 if not first.startswith("##maf"):
                     raise InputError("not a MAF file (the first line is not '##maf ...')",

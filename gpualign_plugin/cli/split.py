@@ -14,6 +14,7 @@ import os
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text
 from gpualign_plugin.io.fasta import iter_fasta_text, write_fasta
+from gpualign_plugin.io.text import text_input
 
 EPILOG = """examples:
   # a genome by record into at most 4 parts of similar total length: parts/000.fa ...
@@ -90,9 +91,7 @@ def run(args: argparse.Namespace) -> int:
         weights = [len(text) for _, text in units]
         extension = "fa"
     else:
-        if not os.path.isfile(args.lines):
-            raise InputError("no such file", path=args.lines)
-        with open(args.lines, encoding="utf-8") as handle:
+        with text_input(args.lines) as handle:
             units = [line.rstrip("\n") for line in handle if line.strip()]
         if not units:
             raise InputError("file has no lines", path=args.lines)

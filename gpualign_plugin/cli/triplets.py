@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text, check_writable
+from gpualign_plugin.io.text import text_input
 
 EPILOG = """example:
   gpualign search -q queries.fa -d setB.fa --top 1 --out-blast B.tsv
@@ -29,10 +29,8 @@ def best_hits(path: str) -> dict[str, str]:
     InputError
         A missing file or a line with fewer than two columns (names file and line).
     """
-    if not os.path.isfile(path):
-        raise InputError("no such file", path=path)
     best: dict[str, str] = {}
-    with open(path, encoding="utf-8") as handle:
+    with text_input(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip() or line.startswith("#"):
                 continue

@@ -28,6 +28,7 @@ from typing import IO, Iterable, Union
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import text_output
+from gpualign_plugin.io.text import text_input
 
 BLAST_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend",
                  "sstart", "send", "evalue", "bitscore")
@@ -101,7 +102,7 @@ def read_blast_tab(path: str | os.PathLike) -> list[dict]:
     """
     rows = []
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as handle:
+    with text_input(path) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip() or line.startswith("#"):
                 continue

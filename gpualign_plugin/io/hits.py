@@ -27,6 +27,7 @@ from gpualign_plugin.engines.search import Hit, SearchResult
 from gpualign_plugin.engines.statistics import ScoreHistogram
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.io.text import text_input
 from gpualign_plugin.model import Alignment, Cigar
 
 MAGIC = "#gpualign-hits\t1"
@@ -75,13 +76,11 @@ def read_hits(path: str | os.PathLike) -> tuple[SearchResult, str, int, int]:
         Not a ``.hits`` file, or a malformed line (named by its number).
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise InputError("no such file", path=path)
     meta: dict[str, list[str]] = {}
     queries: list[tuple[str, int]] = []
     histogram = None
     hits = []
-    with open(path, encoding="utf-8") as handle:
+    with text_input(path) as handle:
         first = handle.readline().rstrip("\n")
         if first != MAGIC:
             raise InputError("not a gpualign .hits file (first line is not '#gpualign-hits\\t1')",

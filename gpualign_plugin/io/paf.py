@@ -21,6 +21,7 @@ from typing import IO, Iterable, Union
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import text_output
+from gpualign_plugin.io.text import text_input
 from gpualign_plugin.model import Alignment
 
 COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart", "tend",
@@ -84,10 +85,8 @@ def read_paf(path: str | os.PathLike) -> list[dict]:
         where an integer belongs, or a malformed tag; names the file and line.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise InputError("no such file", path=path)
     rows = []
-    with open(path, encoding="utf-8") as handle:
+    with text_input(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             line = line.rstrip("\r\n")
             if not line:

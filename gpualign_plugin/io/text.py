@@ -1,0 +1,30 @@
+"""Reading the line-based text inputs (PAF, hit and block tables, lists) with one-line errors."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import IO, Iterator
+
+from gpualign_plugin.errors import InputError
+
+
+@contextlib.contextmanager
+def text_input(path: str | os.PathLike) -> Iterator[IO[str]]:
+    """Open a UTF-8 text file for reading, as ``open(path, encoding="utf-8")`` does.
+
+    Raises
+    ------
+    InputError
+        The file is missing (or not a regular file), or bytes read inside the
+        ``with`` block are not UTF-8 (a BAM or gzip file given by mistake, say);
+        names the file.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise InputError("no such file", path=path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            yield handle
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", path=path) from None
