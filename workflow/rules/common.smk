@@ -87,8 +87,9 @@ wildcard_constraints:
 def bam_index_extension():
     """``bai``, or ``csi`` when a reference record is too long for BAI (the BAM writer's choice).
 
-    A plain FASTA file smaller than the BAI limit cannot hold a longer record, so only
-    large or compressed references are read to find out.
+    A plain FASTA file smaller than the BAI limit (``2**29``, ``BAI_MAX_LENGTH`` of
+    gpualign_plugin.io.sam) cannot hold a longer record, so only large or compressed
+    references are read to find out; the common case imports nothing (pysam) at parse time.
     """
     path = genome_fasta(REFERENCE)
     with open(path, "rb") as handle:
