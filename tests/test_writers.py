@@ -446,6 +446,18 @@ def test_a_binary_text_input_is_one_line_exit_2(tmp_path, capsys, command):
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "parts") == ["input.bam"]
 
 
+def test_merge_alignments_writes_every_output_or_none(tmp_path, capsys):
+    from gpualign_plugin.cli.main import main
+
+    paf = tmp_path / "shard.paf"
+    paf.write_text(paf_line(hand_alignments()[0][0]) + "\n")
+    (tmp_path / "shard.maf").write_text("not a MAF\n")
+    status = main(["merge-alignments", "--paf", str(paf), "--out-paf", str(tmp_path / "all.paf"),
+                   "--maf", str(tmp_path / "shard.maf"), "--out-maf", str(tmp_path / "all.maf")])
+    assert status == 2 and "shard.maf: line 1: not a MAF file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard.maf", "shard.paf"]
+
+
 def failing_after_first(items):
     yield items[0]
     raise RuntimeError("engine died")

@@ -8,7 +8,7 @@ from collections import defaultdict
 from gpualign_plugin.cli.common import add_scoring_options, scheme_from_args
 from gpualign_plugin.engines.genome_compare import DIFFERENCE_KINDS, compare_genomes
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text, check_writable
+from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 from gpualign_plugin.io.fasta import read_fasta
 from gpualign_plugin.io.synteny import TABLE_COLUMNS
 from gpualign_plugin.io.text import text_input
@@ -110,19 +110,21 @@ def run(args: argparse.Namespace) -> int:
     targets = {record.id: record for record in read_fasta(args.target, scheme)}
     alignments = read_block_table(args.blocks, queries, targets)
     comparison = compare_genomes(alignments, queries, targets, scheme, min_event=args.min_event)
-    with atomic_text(args.out) as handle:
-        handle.write(format_report(comparison, args.target, args.query))
-    if args.differences:
-        with atomic_text(args.differences) as handle:
-            handle.write("#" + "\t".join(DIFFERENCE_COLUMNS) + "\n")
-            for difference in comparison.differences:
-                identity = f"{100 * difference.identity:.2f}" if difference.identity else "."
-                partner = str(difference.partner) if difference.partner >= 0 else "."
-                handle.write("\t".join(str(value) for value in (
-                    difference.query_id, difference.target_id, difference.kind,
-                    difference.query_start, difference.query_end, difference.target_start,
-                    difference.target_end, difference.query_span, difference.target_span,
-                    identity, partner)) + "\n")
+    with all_or_none() as written:
+        with atomic_text(args.out) as handle:
+            handle.write(format_report(comparison, args.target, args.query))
+        written.append(args.out)
+        if args.differences:
+            with atomic_text(args.differences) as handle:
+                handle.write("#" + "\t".join(DIFFERENCE_COLUMNS) + "\n")
+                for difference in comparison.differences:
+                    identity = f"{100 * difference.identity:.2f}" if difference.identity else "."
+                    partner = str(difference.partner) if difference.partner >= 0 else "."
+                    handle.write("\t".join(str(value) for value in (
+                        difference.query_id, difference.target_id, difference.kind,
+                        difference.query_start, difference.query_end, difference.target_start,
+                        difference.target_end, difference.query_span, difference.target_span,
+                        identity, partner)) + "\n")
     return 0
 
 

@@ -9,7 +9,7 @@ Shards come from ``gpualign split``, which keeps input order, so merging is exac
 * aligned-FASTA directories: every file copied into one directory (a name found in
   two shards is an error; hidden files are skipped).
 
-Every output appears only when complete.
+Every output appears only when complete, and only if every merge succeeds.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tempfile
 
 from gpualign_plugin.cli.common import command_line
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text, check_writable
+from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 from gpualign_plugin.io.text import text_input
 
 EPILOG = """examples:
@@ -81,16 +81,21 @@ def run(args: argparse.Namespace) -> int:
             check_writable(output)
     if not given:
         raise InputError("nothing to merge: give --bam, --paf, --maf or --fasta-dir inputs")
-    if args.bam:
-        from gpualign_plugin.io.sam import merge_bams
+    with all_or_none() as written:
+        if args.bam:
+            from gpualign_plugin.io.sam import merge_bams
 
-        merge_bams(args.out_bam, args.bam, command_line=command_line(args))
-    if args.paf:
-        concatenate(args.paf, args.out_paf)
-    if args.maf:
-        merge_maf(args.maf, args.out_maf)
-    if args.fasta_dir:
-        merge_directories(args.fasta_dir, args.out_fasta_dir)
+            merge_bams(args.out_bam, args.bam, command_line=command_line(args))
+            written += [args.out_bam, args.out_bam + ".bai", args.out_bam + ".csi"]
+        if args.paf:
+            concatenate(args.paf, args.out_paf)
+            written.append(args.out_paf)
+        if args.maf:
+            merge_maf(args.maf, args.out_maf)
+            written.append(args.out_maf)
+        if args.fasta_dir:
+            # Last: the directory appears only when complete, so it needs no clean-up.
+            merge_directories(args.fasta_dir, args.out_fasta_dir)
     return 0
 
 

@@ -169,12 +169,14 @@ def run(args: argparse.Namespace) -> int:
     log.info("%d hits of %d queries in %d database sequences (%s, %.2f GCUPS)",
              len(result.hits), len(queries), stop - start,
              stats.device if engine == "gpu" else f"{threads} CPU threads", stats.gcups)
-    if args.out_hits:
-        write_hits(args.out_hits, result, scheme.describe(), args.shard, args.shards)
-    if paths:
-        result = finish(result, scheme)
-        log.info("statistics: lambda %.4g, K %.4g (%s)", result.parameters.lam, result.parameters.k,
-                 result.parameters.source)
-        write_search_outputs(args, result, scheme, queries, names, lengths)
+    with all_or_none() as written:
+        if args.out_hits:
+            write_hits(args.out_hits, result, scheme.describe(), args.shard, args.shards)
+            written.append(args.out_hits)
+        if paths:
+            result = finish(result, scheme)
+            log.info("statistics: lambda %.4g, K %.4g (%s)", result.parameters.lam,
+                     result.parameters.k, result.parameters.source)
+            write_search_outputs(args, result, scheme, queries, names, lengths)
     stats.write(args.stats)
     return 0

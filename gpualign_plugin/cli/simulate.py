@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text, check_writable
+from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 from gpualign_plugin.io.fasta import iter_fasta_text, write_fasta
 from gpualign_plugin.scoring import DNA
 from gpualign_plugin.simulate import SimulationParameters, simulate_genome, write_truth
@@ -68,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
         strain, events = simulate_genome(records, params, args.seed, args.prefix)
     except InputError as exc:
         raise InputError(exc.message, path=args.reference, record=exc.record) from None
-    with atomic_text(args.out) as handle:
-        write_fasta(handle, strain)
-    with atomic_text(args.truth) as handle:
-        write_truth(handle, events)
+    with all_or_none() as written:
+        with atomic_text(args.out) as handle:
+            write_fasta(handle, strain)
+        written.append(args.out)
+        with atomic_text(args.truth) as handle:
+            write_truth(handle, events)
     return 0

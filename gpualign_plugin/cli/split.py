@@ -12,7 +12,7 @@ import argparse
 import os
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_text
+from gpualign_plugin.io.atomic import all_or_none, atomic_text
 from gpualign_plugin.io.fasta import iter_fasta_text, write_fasta
 from gpualign_plugin.io.text import text_input
 
@@ -102,10 +102,13 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(f"cannot create the output directory: {exc.strerror}",
                          path=args.out_dir) from None
-    for part, (start, end) in enumerate(partition_contiguous(weights, args.parts)):
-        with atomic_text(os.path.join(args.out_dir, f"{part:03d}.{extension}")) as handle:
-            if args.fasta:
-                write_fasta(handle, units[start:end])
-            else:
-                handle.writelines(line + "\n" for line in units[start:end])
+    with all_or_none() as written:
+        for part, (start, end) in enumerate(partition_contiguous(weights, args.parts)):
+            path = os.path.join(args.out_dir, f"{part:03d}.{extension}")
+            with atomic_text(path) as handle:
+                if args.fasta:
+                    write_fasta(handle, units[start:end])
+                else:
+                    handle.writelines(line + "\n" for line in units[start:end])
+            written.append(path)
     return 0
