@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device, scheme_from_args)
+                                        apply_threads, command_line, describe_device, output_formats,
+                                        scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 
@@ -48,18 +48,6 @@ def register(subparsers) -> None:
     add_scoring_options(parser, "dna")
     add_compute_options(parser, gpu=False)
     parser.set_defaults(run=run)
-
-
-def output_formats(paths: list[str], forced: str | None) -> list[tuple[str, str]]:
-    """Pair each output path with its format; raise :class:`InputError` for an unknown extension."""
-    result = []
-    for path in paths:
-        fmt = forced or FORMATS.get(os.path.splitext(path)[1].lower())
-        if fmt is None:
-            raise InputError("cannot tell the output format from the extension; use .sam, .bam, "
-                             ".paf or .tsv, or --format", path=path)
-        result.append((path, fmt))
-    return result
 
 
 def make_pairs(queries, targets, pairs_file: str | None, query_path: str, target_path: str):
@@ -125,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.io.fasta import read_fasta
 
     scheme = scheme_from_args(args)
-    outputs = output_formats(args.out, args.format)
+    outputs = output_formats(args.out, args.format, FORMATS)
     for path, _ in outputs:
         check_writable(path)
     threads = apply_threads(args.threads)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -53,6 +54,24 @@ def scheme_from_args(args: argparse.Namespace) -> ScoringScheme:
         gap_open=args.gap_open if args.gap_open is not None else 5,
         gap_extend=args.gap_extend if args.gap_extend is not None else 2,
         ambiguity=args.ambiguity)
+
+
+def output_formats(paths: list[str], forced: str | None, formats: dict[str, str]) -> list[tuple[str, str]]:
+    """Pair each ``--out`` path with its format: ``forced`` (``--format``), else by its extension.
+
+    ``formats`` maps each lower-case extension (``'.bam'``) to its format; an extension
+    not in it raises :class:`InputError`, naming the path and the extensions known.
+    """
+    result = []
+    for path in paths:
+        extension = os.path.splitext(path)[1].lower()
+        fmt = forced or formats.get(extension)
+        if fmt is None:
+            known = list(formats)
+            raise InputError(f"cannot tell the output format from the extension {extension or '(none)'!r}; "
+                             f"use {', '.join(known[:-1])} or {known[-1]}, or --format", path=path)
+        result.append((path, fmt))
+    return result
 
 
 def add_compute_options(parser: argparse.ArgumentParser, gpu: bool = True) -> None:

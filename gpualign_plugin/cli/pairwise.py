@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device, scheme_from_args)
-from gpualign_plugin.errors import InputError
+                                        apply_threads, command_line, describe_device, output_formats,
+                                        scheme_from_args)
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 
 log = logging.getLogger("gpualign")
@@ -52,21 +51,6 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def output_formats(paths: list[str], forced: str | None) -> list[tuple[str, str]]:
-    """Pair each output path with its format; raise :class:`InputError` for an unknown extension."""
-    result = []
-    for path in paths:
-        if forced:
-            result.append((path, forced))
-            continue
-        extension = os.path.splitext(path)[1].lower()
-        if extension not in FORMATS:
-            raise InputError(f"cannot tell the output format from the extension {extension or '(none)'!r}; "
-                             "use .bam, .sam, .paf or .txt, or --format", path=path)
-        result.append((path, FORMATS[extension]))
-    return result
-
-
 def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -> None:
     """Write ``alignments`` to every ``(path, format)`` in ``outputs``: all of them, or none on failure."""
     from gpualign_plugin.io.paf import write_paf
@@ -97,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.io.fasta import read_fasta
 
     scheme = scheme_from_args(args)
-    outputs = output_formats(args.out, args.format)
+    outputs = output_formats(args.out, args.format, FORMATS)
     for path, _ in outputs:
         check_writable(path)
     queries = read_fasta(args.query, scheme)
