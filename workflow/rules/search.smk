@@ -2,11 +2,15 @@
 # lists merge exactly into the top-k of the whole database (E-values over all of it).
 # Each shard job asks for a GPU (unless `backend: cpu`) like the pairwise jobs.
 
+# The search section (defaults filled in by the schema); absent when the search is off,
+# and then these rules are never run.
+SEARCH = config.get("search", {"queries": [], "database": [], "shards": 1, "top": 5})
+
 
 rule search_shard:
     input:
-        queries=config.get("search", {}).get("queries", []),
-        database=config.get("search", {}).get("database", []),
+        queries=SEARCH["queries"],
+        database=SEARCH["database"],
     output:
         hits=temp("results/search/shards/{shard}.hits"),
         stats="results/stats/search/{shard}.json",
@@ -14,8 +18,8 @@ rule search_shard:
         gpualign=GPUALIGN,
         gpu_slot=GPU_SLOT,
         backend=config["backend"],
-        shards=config.get("search", {}).get("shards", 1),
-        top=config.get("search", {}).get("top", 5),
+        shards=SEARCH["shards"],
+        top=SEARCH["top"],
         scoring=scoring_options("search"),
     log:
         "logs/search/{shard}.log",
@@ -36,10 +40,10 @@ rule search_shard:
 
 rule merge_search:
     input:
-        queries=config.get("search", {}).get("queries", []),
-        database=config.get("search", {}).get("database", []),
+        queries=SEARCH["queries"],
+        database=SEARCH["database"],
         hits=expand("results/search/shards/{shard}.hits",
-                    shard=shard_names(config.get("search", {}).get("shards", 1))),
+                    shard=shard_names(SEARCH["shards"])),
     output:
         blast="results/search/hits.tsv",
         table="results/search/hits.table.tsv",
