@@ -284,6 +284,16 @@ def test_cli_bad_triplets_line_names_file_and_line(tmp_path, trio, capsys):
     assert not (tmp_path / "o.maf").exists()
 
 
+def test_cli_fasta_dir_that_is_a_file_is_refused_before_the_work(tmp_path, trio, capsys):
+    _, fasta = trio
+    triplets = write(tmp_path / "t.tsv", "r0\tr1\tr2\n")
+    not_a_directory = write(tmp_path / "afa", "")
+    assert main(["align3", "--fasta", fasta, "--triplets", triplets, "--maf", str(tmp_path / "o.maf"),
+                 "--fasta-dir", not_a_directory]) == 2
+    assert f"{not_a_directory}: exists and is not a directory" in capsys.readouterr().err
+    assert not (tmp_path / "o.maf").exists()
+
+
 def test_clustal_view_marks_identical_columns():
     from gpualign_plugin.io.msa import conservation_line, write_clustal
 

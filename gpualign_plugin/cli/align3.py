@@ -160,6 +160,8 @@ def _check_outputs(args) -> None:
             check_writable(path)
     for directory in (args.fasta_dir, args.clustal_dir):
         if directory:
+            if os.path.exists(directory) and not os.path.isdir(directory):
+                raise InputError("exists and is not a directory", path=directory)
             if not os.path.isdir(directory):
                 check_writable(directory)  # it will be created: its parent must be writable
             elif not os.access(directory, os.W_OK):
