@@ -56,7 +56,6 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -
     from gpualign_plugin.io.paf import write_paf
     from gpualign_plugin.io.pairwise_text import write_pairwise_text
     from gpualign_plugin.io.sam import write_alignments
-    from gpualign_plugin.io.atomic import atomic_text
 
     query_by_id = {q.id: q for q in queries}
     with all_or_none() as written:
@@ -68,9 +67,7 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -
                 write_paf(path, alignments)
                 written.append(path)
             else:
-                with atomic_text(path) as handle:
-                    write_pairwise_text(handle, alignments, query_by_id, {t.id: t for t in targets}, scheme,
-                                        cmdline)
+                write_pairwise_text(path, alignments, query_by_id, targets, scheme, cmdline)
                 written.append(path)
 
 
