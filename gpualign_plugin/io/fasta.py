@@ -65,8 +65,6 @@ def iter_fasta_text(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
                 else:
                     chunks.append("".join(line.split()))
     except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
-        if isinstance(exc, InputError):
-            raise
         raise InputError(f"cannot be read: {exc}", path=path) from None
     if header is not None:
         yield _finish(path, header, chunks)
