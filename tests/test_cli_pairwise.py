@@ -128,6 +128,26 @@ def test_auto_backend_falls_back_to_the_cpu_and_says_so(genomes, tmp_path, caplo
     assert any("running on the CPU" in r.message for r in caplog.records)
 
 
+@pytest.mark.parametrize("content, words", [
+    (None, ["no such file"]),
+    (b"\x1f\x8b\x08\x00binary\xff\xfe\n", ["not a UTF-8 text file"]),
+    (b"contig1 chr1 extra\n", ["line 1", "expected two ids"]),
+    (b"contig1 nowhere\n", ["line 1", "target id 'nowhere'"]),
+], ids=["missing", "binary", "three_words", "unknown_target"])
+def test_bad_pairs_file_gives_one_line_exit_2(genomes, tmp_path, capsys, content, words):
+    query, target = genomes
+    pairs = tmp_path / "pairs.txt"
+    if content is not None:
+        pairs.write_bytes(content)
+    status = main(["pairwise", "-q", str(query), "-t", str(target), "--pairs", str(pairs),
+                   "--out", str(tmp_path / "x.paf"), "--backend", "cpu"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and str(pairs) in err[0]
+    for word in words:
+        assert word in err[0]
+    assert not (tmp_path / "x.paf").exists()
+
+
 def test_stats_file_records_engine_cells_and_gcups(genomes, tmp_path):
     import json
 

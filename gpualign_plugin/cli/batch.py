@@ -52,7 +52,7 @@ def register(subparsers) -> None:
 
 def make_pairs(queries, targets, pairs_file: str | None, query_path: str, target_path: str):
     """The (query record, target record) pairs: listed in ``pairs_file``, or i-th with i-th."""
-    from gpualign_plugin.engines.pairwise_records import read_pairs_file
+    from gpualign_plugin.io.pairs import read_pairs_file
 
     if pairs_file:
         by_query = {q.id: q for q in queries}

@@ -74,7 +74,8 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign pairwise``; returns the exit status."""
     from gpualign_plugin.backend import resolve_backend
-    from gpualign_plugin.engines.pairwise_records import align_records, read_pairs_file
+    from gpualign_plugin.engines.pairwise_records import align_records
+    from gpualign_plugin.io.pairs import read_pairs_file
     from gpualign_plugin.io.fasta import read_fasta
 
     scheme = scheme_from_args(args)

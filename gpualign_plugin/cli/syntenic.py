@@ -72,7 +72,7 @@ def register(subparsers) -> None:
 
 def choose_pairs(queries, targets, pairs_file: str | None, query_path: str) -> list[tuple]:
     """The ``(query, target)`` records to align (rules in the epilog); raise :class:`InputError` if none."""
-    from gpualign_plugin.engines.pairwise_records import read_pairs_file
+    from gpualign_plugin.io.pairs import read_pairs_file
 
     target_by_id = {t.id: t for t in targets}
     query_by_id = {q.id: q for q in queries}

@@ -8,45 +8,11 @@ alignments scoring below ``min_score`` are dropped; the rest are placed
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable
+from typing import Callable
 
-from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Alignment
 from gpualign_plugin.scoring import ScoringScheme, Sequence
-
-
-def read_pairs_file(path: str, queries: Iterable[Sequence], targets: Iterable[Sequence]) -> list[tuple[str, str]]:
-    """Read ``QUERY_ID TARGET_ID`` lines (whitespace-separated; ``#`` starts a comment).
-
-    Raises :class:`InputError` naming the file and line for a malformed line or an
-    id that is not in the query or target file.
-    """
-    query_ids = {q.id for q in queries}
-    target_ids = {t.id for t in targets}
-    if not os.path.exists(path):
-        raise InputError("no such file", path=path)
-    pairs = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            words = line.split()
-            if len(words) != 2:
-                raise InputError("expected two ids (query target)", path=path, position=number,
-                                 position_kind="line")
-            if words[0] not in query_ids:
-                raise InputError(f"query id {words[0]!r} is not in the query file", path=path,
-                                 position=number, position_kind="line")
-            if words[1] not in target_ids:
-                raise InputError(f"target id {words[1]!r} is not in the target file", path=path,
-                                 position=number, position_kind="line")
-            pairs.append((words[0], words[1]))
-    if not pairs:
-        raise InputError("no pairs listed", path=path)
-    return pairs
 
 
 def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,

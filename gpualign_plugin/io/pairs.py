@@ -1,0 +1,39 @@
+"""Reading a list of (query, target) pairs to align: ``--pairs`` of pairwise, batch and syntenic."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.text import text_input
+from gpualign_plugin.scoring import Sequence
+
+
+def read_pairs_file(path: str, queries: Iterable[Sequence], targets: Iterable[Sequence]) -> list[tuple[str, str]]:
+    """Read ``QUERY_ID TARGET_ID`` lines (whitespace-separated; ``#`` starts a comment).
+
+    Raises :class:`InputError` naming the file (and line) for a missing or non-text
+    file, a malformed line, or an id that is not in the query or target file.
+    """
+    query_ids = {q.id for q in queries}
+    target_ids = {t.id for t in targets}
+    pairs = []
+    with text_input(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            words = line.split()
+            if len(words) != 2:
+                raise InputError("expected two ids (query target)", path=path, position=number,
+                                 position_kind="line")
+            if words[0] not in query_ids:
+                raise InputError(f"query id {words[0]!r} is not in the query file", path=path,
+                                 position=number, position_kind="line")
+            if words[1] not in target_ids:
+                raise InputError(f"target id {words[1]!r} is not in the target file", path=path,
+                                 position=number, position_kind="line")
+            pairs.append((words[0], words[1]))
+    if not pairs:
+        raise InputError("no pairs listed", path=path)
+    return pairs
