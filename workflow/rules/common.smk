@@ -122,9 +122,12 @@ def shard_names(width):
 
 
 def pairwise_shards(genome):
-    """Shard numbers the split of query genome ``genome`` by record produced (a checkpoint)."""
+    """Shard numbers the split of query genome ``genome`` by record produced (a checkpoint).
+
+    In numeric order, which is file order (past 999 parts the names grow a digit).
+    """
     directory = checkpoints.split_genome.get(genome=genome).output[0]
-    return sorted(glob_wildcards(os.path.join(directory, "{shard}.fa")).shard)
+    return sorted(glob_wildcards(os.path.join(directory, "{shard}.fa")).shard, key=int)
 
 
 def syntenic_pairs_file(wildcards):
@@ -158,9 +161,9 @@ def triplet_fasta_options(sequences):
 
 
 def triplet_batches():
-    """Batch numbers the split of the triplet list produced."""
+    """Batch numbers the split of the triplet list produced, in numeric (file) order."""
     directory = checkpoints.split_triplets.get().output[0]
-    return sorted(glob_wildcards(os.path.join(directory, "{batch}.tsv")).batch)
+    return sorted(glob_wildcards(os.path.join(directory, "{batch}.tsv")).batch, key=int)
 
 
 def alignment_stats(wildcards):
