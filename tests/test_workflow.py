@@ -478,6 +478,13 @@ def test_split_keeps_order_and_balances_by_length(tmp_path):
     assert parts == ["000.fa", "001.fa", "002.fa"]
     joined = "".join(open(tmp_path / "parts" / name).read() for name in parts)
     assert joined == open(tmp_path / "in.fa").read()
+    # The same directory split again into fewer parts holds only the new parts (and what
+    # split did not write: a file of another name stays).
+    (tmp_path / "parts" / "notes.txt").write_text("mine\n")
+    result = run_cli("split", "--fasta", str(tmp_path / "in.fa"), "--parts", "2",
+                     "--out-dir", str(tmp_path / "parts"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(tmp_path / "parts")) == ["000.fa", "001.fa", "notes.txt"]
 
 
 def test_merge_alignments_refuses_mismatched_options(tmp_path):

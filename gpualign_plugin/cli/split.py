@@ -77,7 +77,8 @@ def register(subparsers) -> None:
     parser.add_argument("--parts", type=int, required=True, metavar="N",
                         help="largest number of parts")
     parser.add_argument("--out-dir", required=True, metavar="DIR",
-                        help="directory to create the parts in (created if missing)")
+                        help="directory to create the parts in (created if missing); parts left "
+                             "there by an earlier split into more parts are removed")
     parser.set_defaults(run=run)
 
 
@@ -104,11 +105,30 @@ def run(args: argparse.Namespace) -> int:
                          path=args.out_dir) from None
     with all_or_none() as written:
         for part, (start, end) in enumerate(partition_contiguous(weights, args.parts)):
-            path = os.path.join(args.out_dir, f"{part:03d}.{extension}")
+            path = os.path.join(args.out_dir, _part_name(part, extension))
             with atomic_text(path) as handle:
                 if args.fasta:
                     write_fasta(handle, units[start:end])
                 else:
                     handle.writelines(line + "\n" for line in units[start:end])
             written.append(path)
+    _remove_stale_parts(args.out_dir, extension, len(written))
     return 0
+
+
+def _remove_stale_parts(out_dir: str, extension: str, count: int) -> None:
+    """Delete ``NNN.extension`` parts numbered ``count`` or more, left by an earlier, larger split.
+
+    Without this, a directory reused for fewer parts would still hold the old tail parts,
+    and whatever reads "every part in the directory" would read them too.
+    """
+    for name in os.listdir(out_dir):
+        number, dot, suffix = name.partition(".")
+        if (dot and suffix == extension and number.isdigit() and int(number) >= count
+                and name == _part_name(int(number), extension)):
+            os.remove(os.path.join(out_dir, name))
+
+
+def _part_name(part: int, extension: str) -> str:
+    """File name of part ``part`` (0-based): ``000.fa``, ``001.fa``, ..."""
+    return f"{part:03d}.{extension}"
