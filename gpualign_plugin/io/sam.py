@@ -46,7 +46,7 @@ Target = Union[Sequence, tuple]
 """A target record: a :class:`Sequence`, or ``(name, length)`` when only the header needs it."""
 
 BAI_MAX_LENGTH = 1 << 29
-"""Longest reference a ``.bai`` index can address (512 Mbp); longer ones need ``.csi``."""
+"""Longest reference a ``.bai`` index can address (2^29 bp, about 537 Mbp); longer ones need ``.csi``."""
 
 FLAG_REVERSE = 16
 FLAG_SECONDARY = 256
@@ -258,7 +258,7 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
         otherwise keep input order and declare ``SO:unsorted``.
     index : bool
         For sorted BAM only: write ``PATH.bai``, or ``PATH.csi`` when a target is
-        longer than 512 Mbp. Ignored for SAM. An index left by an earlier run
+        longer than 2^29 bp. Ignored for SAM. An index left by an earlier run
         that this call does not rewrite is removed.
 
     Raises
