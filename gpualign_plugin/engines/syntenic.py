@@ -150,8 +150,17 @@ class SyntenicProblem:
         kernels.fill_rows(self.query, self.target, self.matrix, self.gap_open, self.gap_extend,
                           self.block_penalty, first, last, width, state[0], state[1], state[2],
                           flags)
+        self._count((last - first + 1) * width)
+
+    def _count(self, cells: int) -> None:
+        """Report ``cells`` computed DP cells to the progress callback, if any."""
         if self.progress is not None:
-            self.progress((last - first + 1) * width)
+            self.progress(cells)
+
+    def _keep_score(self, r1: int, width: int, last_row: np.ndarray) -> None:
+        """Record ``S(m, n)`` when the band just solved ends at row ``m`` over every column."""
+        if r1 == len(self.query) and width == len(self.target) + 1:
+            self.score = int(last_row[0, width - 1])
 
     def initial_state(self, width: int) -> np.ndarray:
         """Row 0: ``S``, ``I`` and ``H`` over columns ``0..width-1``."""
@@ -175,8 +184,7 @@ class SyntenicProblem:
         state = top[:, :width].copy()
         flags = np.empty((r1 - r0, width), dtype=np.uint8)
         self._fill(r0 + 1, r1, state, width, flags)
-        if r1 == len(self.query) and width == len(self.target) + 1:
-            self.score = int(state[0, width - 1])
+        self._keep_score(r1, width, state)
         return flags
 
     def trace(self, flags: np.ndarray, r0: int, cursor: Cursor) -> bool:

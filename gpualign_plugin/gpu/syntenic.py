@@ -148,15 +148,11 @@ class GpuSyntenicProblem(SyntenicProblem):
         super().__init__(query, target, matrix, scheme, block_penalty, progress)
         self.gpu = _Device(query, target, matrix, scheme, block_penalty, device)
 
-    def _advance(self, cells: int) -> None:
-        if self.progress is not None:
-            self.progress(cells)
-
     def forward(self, r0: int, top: np.ndarray, width: int, save_rows) -> list:
         """States of the rows in ``save_rows``, computed from ``top`` (row ``r0``) on the GPU."""
         rows = save_rows[-1] - r0
         _, saved, _ = self.gpu.sweep(r0, rows, top, width, save_rows)
-        self._advance(rows * width)
+        self._count(rows * width)
         return saved
 
     def directions(self, r0: int, r1: int, top: np.ndarray, width: int) -> np.ndarray:
@@ -166,9 +162,8 @@ class GpuSyntenicProblem(SyntenicProblem):
         solving the next one).
         """
         last, _, flags = self.gpu.sweep(r0, r1 - r0, top, width, directions=True)
-        if r1 == len(self.query) and width == len(self.target) + 1:
-            self.score = int(last[0, width - 1])
-        self._advance((r1 - r0) * width)
+        self._keep_score(r1, width, last)
+        self._count((r1 - r0) * width)
         return flags
 
 
