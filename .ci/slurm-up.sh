@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start a single-node SLURM cluster on loopback for tests/test_workflow_slurm.py (run as root).
+# Start a single-node SLURM cluster on loopback for tests/workflow/test_workflow_slurm.py (run as root).
 #
 # Installs Debian's slurm-wlm and munge, writes a minimal slurm.conf describing this machine
 # (its real CPU count and memory), starts munged, slurmctld and slurmd, waits until `sinfo`

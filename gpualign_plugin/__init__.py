@@ -5,31 +5,30 @@ conventions (0-based half-open forward-strand coordinates, gap cost open + k*ext
 written tie-breaking rules shared by every engine).
 """
 
-__version__ = "0.1.0"
-
-from gpualign_plugin.engines.align3 import Region, align3, align3_score
-from gpualign_plugin.engines.fold import Fold, fold
-from gpualign_plugin.engines.genome_compare import Difference, GenomeComparison, compare_genomes
-from gpualign_plugin.engines.pairwise import (PairAlignment, PairScore, align_batch, align_pair,
-                                              align_sequences, score_batch, score_pair,
-                                              score_pair_tiled)
-from gpualign_plugin.engines.placement import place
-from gpualign_plugin.engines.search import Hit, SearchResult, score_database, search
-from gpualign_plugin.engines.syntenic import syntenic, syntenic_align, syntenic_score
+from gpualign_plugin.align3.api import Region, align3, align3_score
+from gpualign_plugin.batch.api import align_batch, score_batch
+from gpualign_plugin.compare.api import Difference, GenomeComparison, compare_genomes
+from gpualign_plugin.compare.simulate import PlantedEvent, SimulationParameters, simulate_genome
 from gpualign_plugin.errors import BackendUnavailable, InputError
+from gpualign_plugin.fold.api import Fold, fold
 from gpualign_plugin.io.blasttab import write_blast_tab
 from gpualign_plugin.io.fasta import iter_fasta, read_fasta
 from gpualign_plugin.io.maf import read_maf, write_maf
 from gpualign_plugin.io.paf import read_paf, write_paf
 from gpualign_plugin.io.pairwise_text import write_pairwise_text
 from gpualign_plugin.io.sam import merge_bams, write_alignments
-from gpualign_plugin.model import (Alignment, Cigar, MultipleAlignment, SyntenicAlignment,
-                                   SyntenicBlock)
+from gpualign_plugin.model import (Alignment, Cigar, Hit, MultipleAlignment, PairAlignment,
+                                   PairScore, SearchResult, SyntenicAlignment, SyntenicBlock)
+from gpualign_plugin.pairwise.api import align_pair, align_sequences, score_pair, score_pair_tiled
+from gpualign_plugin.pairwise.placement import place
+from gpualign_plugin.runtime import numba_options  # noqa: F401  (before any kernel compiles)
 from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
-from gpualign_plugin.simulate import PlantedEvent, SimulationParameters, simulate_genome
+from gpualign_plugin.search.api import score_database, search
+from gpualign_plugin.syntenic.api import syntenic, syntenic_align, syntenic_score
+from gpualign_plugin.version import __version__
 
 __all__ = [
-    "align3", "align3_score", "align_batch", "align_pair", "align_sequences", "Alignment",
+    "__version__", "align3", "align3_score", "align_batch", "align_pair", "align_sequences", "Alignment",
     "BackendUnavailable", "Cigar", "compare_genomes", "Difference", "DNA", "Fold", "fold",
     "GenomeComparison", "Hit", "InputError", "iter_fasta", "merge_bams", "MultipleAlignment",
     "PairAlignment", "PairScore", "place", "PlantedEvent", "PROTEIN", "read_fasta", "read_maf",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
+from gpualign_plugin.statistics import KarlinAltschul, ScoreHistogram
 
 _CIGAR_RE = re.compile(r"(\d+)([MIDNSHP=X])")
 ALIGNED_OPS = "=XM"
@@ -117,7 +118,7 @@ class Alignment:
         ``'local'``, ``'global'`` or ``'semiglobal'``.
     is_primary : bool
         The best alignment of its query (set by placement, see
-        :func:`gpualign_plugin.engines.placement.place`).
+        :func:`gpualign_plugin.pairwise.placement.place`).
     mapq : int
         Mapping quality (0-60; never 255).
     """
@@ -396,3 +397,114 @@ class SyntenicAlignment:
         if (query_at, target_at) != (self.query_length, self.target_length):
             raise ValueError("the blocks do not cover both sequences")
         return total
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """Score-only result.
+
+    Attributes
+    ----------
+    score : int
+        The optimal score (0 for local with no positive cell).
+    query_end, target_end : int
+        The end cell ``(i, j)`` chosen by the end-cell rule: half-open ends of the
+        alignment on the query and target as given (0, 0 when local finds nothing).
+    """
+
+    score: int
+    query_end: int
+    target_end: int
+
+
+@dataclass(frozen=True)
+class PairAlignment:
+    """Full result, coordinates on the sequences as given (already oriented).
+
+    Attributes
+    ----------
+    score : int
+        The optimal score.
+    query_start, query_end, target_start, target_end : int
+        0-based half-open intervals the CIGAR spans.
+    cigar : Cigar
+        ``=XID`` operations along the target.
+
+    A local alignment with no positive cell has score 0, all coordinates 0 and
+    an empty CIGAR.
+    """
+
+    score: int
+    query_start: int
+    query_end: int
+    target_start: int
+    target_end: int
+    cigar: Cigar
+
+
+NO_PAIR_ALIGNMENT = PairAlignment(0, 0, 0, 0, 0, Cigar(()))
+"""What a local alignment with no positive cell returns: score 0, empty CIGAR."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One reported database hit.
+
+    Attributes
+    ----------
+    query_index : int
+        0-based index of the query in its file.
+    target_index : int
+        0-based index of the target in the **whole** database file (also in a shard).
+    alignment : Alignment
+        The pairwise engine's local alignment (coordinates 0-based half-open,
+        forward strand; ``strand`` ``'-'`` for the reverse-complemented query).
+    bit_score, evalue : float
+        Karlin-Altschul statistics (NaN until :func:`finish` sets them).
+    """
+
+    query_index: int
+    target_index: int
+    alignment: Alignment
+    bit_score: float = float("nan")
+    evalue: float = float("nan")
+
+    @property
+    def rank_key(self) -> tuple:
+        """Sort key of the ranking rule: score descending, target index, ``+`` before ``-``."""
+        return (-self.alignment.score, self.target_index, self.alignment.strand == "-")
+
+
+@dataclass
+class SearchResult:
+    """Hits of a search (or of one shard of it) before or after statistics.
+
+    Attributes
+    ----------
+    queries : list of (str, int)
+        Query ids and lengths in file order.
+    hits : list of Hit
+        Grouped by query (file order), each query's hits ranked (at most ``top``).
+    top : int
+        Hits kept per query.
+    database_residues : int
+        Residues of the whole database (``N`` of the E-value).
+    database_sequences : int
+        Records of the whole database.
+    histogram : ScoreHistogram or None
+        Pair-score statistics when the scheme has no published parameters.
+    parameters : KarlinAltschul or None
+        Set by :func:`finish`.
+    targets : dict of int to Sequence
+        The records of the hit targets by database index, when the search (not a
+        ``.hits`` file) produced the result; the SAM writer needs their residues.
+    """
+
+    queries: list
+    hits: list
+    top: int
+    database_residues: int
+    database_sequences: int
+    histogram: ScoreHistogram | None = None
+    parameters: KarlinAltschul | None = field(default=None)
+    targets: dict = field(default_factory=dict)

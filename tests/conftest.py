@@ -8,7 +8,7 @@ import pytest
 
 
 def _gpu_reason() -> str:
-    from gpualign_plugin.gpu.runtime import probe
+    from gpualign_plugin.runtime.gpu import probe
 
     status = probe(0)
     return "" if status.usable else status.reason

@@ -7,8 +7,9 @@ import logging
 import os
 import resource
 
-from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device, scheme_from_args)
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
+                                        add_scoring_options, apply_threads, command_line,
+                                        describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 
@@ -79,7 +80,7 @@ def _read_inputs(specs: list[str], scheme):
 
 
 def _region(genome, record):
-    from gpualign_plugin.engines.align3 import Region
+    from gpualign_plugin.align3.api import Region
 
     return Region(record, source=f"{genome}.{record.id}" if genome else record.id)
 
@@ -195,8 +196,8 @@ def write_outputs(args, alignments, scheme, gap: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign align3``; returns the exit status."""
-    from gpualign_plugin.backend import resolve_backend
-    from gpualign_plugin.engines.align3 import align3, default_linear_gap
+    from gpualign_plugin.align3.api import align3, default_linear_gap
+    from gpualign_plugin.runtime.backend import resolve_backend
 
     scheme = scheme_from_args(args)
     gap = args.gap if args.gap is not None else default_linear_gap(scheme)

@@ -1,13 +1,13 @@
-"""``gpualign batch``: many independent pairs aligned at once (engines.pairwise.align_batch)."""
+"""``gpualign batch``: many independent pairs aligned at once (gpualign_plugin.batch.api.align_batch)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 
-from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device, output_formats,
-                                        scheme_from_args)
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
+                                        add_scoring_options, apply_threads, command_line,
+                                        describe_device, output_formats, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 
@@ -68,11 +68,11 @@ def make_pairs(queries, targets, pairs_file: str | None, query_path: str, target
 def align_pairs(pairs, scheme, mode: str, on_done=None):
     """:class:`~gpualign_plugin.model.Alignment` of each (query, target) record pair, plus strand.
 
-    Pairs go to :func:`~gpualign_plugin.engines.pairwise.align_batch` in groups of
+    Pairs go to :func:`~gpualign_plugin.batch.api.align_batch` in groups of
     :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells of each finished group.
     Local pairs without a positive score give ``None``.
     """
-    from gpualign_plugin.engines.pairwise import align_batch
+    from gpualign_plugin.batch.api import align_batch
     from gpualign_plugin.model import Alignment
 
     results = []
@@ -109,8 +109,8 @@ def write_tsv(path: str, pairs, results) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign batch``; returns the exit status."""
     from gpualign_plugin.cli.pairwise import write_outputs
-    from gpualign_plugin.engines.placement import place
     from gpualign_plugin.io.fasta import read_fasta
+    from gpualign_plugin.pairwise.placement import place
 
     scheme = scheme_from_args(args)
     outputs = output_formats(args.out, args.format, FORMATS)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.machine import cpu_description
+from gpualign_plugin.runtime.machine import cpu_description
 from gpualign_plugin.scoring import ScoringScheme
 
 TASKS = ("score", "align", "batch", "syntenic", "align3", "fold", "search")
@@ -154,13 +154,13 @@ def _rss() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _engines(backend: str, device: int):
-    from gpualign_plugin.backend import resolve_backend
-    from gpualign_plugin.engines import pairwise as cpu
+    from gpualign_plugin.pairwise import cpu
+    from gpualign_plugin.runtime.backend import resolve_backend
 
     engines = [("cpu", cpu, cpu_description())]
     if backend in ("auto", "gpu") and resolve_backend(backend, device) == "gpu":
-        from gpualign_plugin.gpu import pairwise as gpu
-        from gpualign_plugin.gpu.runtime import probe
+        from gpualign_plugin.pairwise import gpu
+        from gpualign_plugin.runtime.gpu import probe
 
         engines.append(("gpu", gpu, probe(device).name))
     return engines
@@ -180,7 +180,7 @@ def _agreement(rows: list[Row], results: dict) -> None:
 def _gpu_memory(engine: str) -> str:
     if engine != "gpu":
         return _rss()
-    from gpualign_plugin.gpu.runtime import peak_memory_bytes
+    from gpualign_plugin.runtime.gpu import peak_memory_bytes
 
     return f"{peak_memory_bytes() / 2**20:.0f} MiB GPU pool"
 
@@ -263,8 +263,8 @@ def _cpu_threads(requested: int) -> int:
 
 
 def _batch_rows(args, scheme) -> list[Row]:
+    from gpualign_plugin.batch.api import align_batch
     from gpualign_plugin.cli.common import apply_threads
-    from gpualign_plugin.engines.pairwise import align_batch
 
     count, length = parse_size(args.batch)
     threads = apply_threads(args.threads)
@@ -282,7 +282,7 @@ traceback's extra forward passes make a bench row take minutes on either engine.
 
 
 def _syntenic_rows(args, scheme) -> list[Row]:
-    from gpualign_plugin.engines.syntenic import default_block_penalty, syntenic_align, syntenic_score
+    from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align, syntenic_score
 
     rows = []
     penalty = default_block_penalty(scheme)
@@ -333,7 +333,7 @@ def related_proteins(length: int, count: int, seed: int) -> list[np.ndarray]:
 
 
 def _align3_rows(args) -> list[Row]:
-    from gpualign_plugin.engines.align3 import align3, default_linear_gap
+    from gpualign_plugin.align3.api import align3, default_linear_gap
 
     scheme = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
     gap = default_linear_gap(scheme)
@@ -355,7 +355,7 @@ def _align3_rows(args) -> list[Row]:
 
 
 def _fold_rows(args) -> list[Row]:
-    from gpualign_plugin.engines.fold import fold, fold_cells
+    from gpualign_plugin.fold.api import fold, fold_cells
 
     rng = np.random.default_rng(args.seed)
     text = "".join(rng.choice(list("ACGU"), args.fold_length))
@@ -366,8 +366,8 @@ def _fold_rows(args) -> list[Row]:
 
 def _search_rows(args) -> list[Row]:
     from gpualign_plugin.cli.common import apply_threads
-    from gpualign_plugin.engines.search import search
     from gpualign_plugin.io.fasta import read_fasta
+    from gpualign_plugin.search.api import search
 
     if not (args.search_query and args.search_db):
         raise InputError("bench task 'search' needs --search-query and --search-db")

@@ -9,8 +9,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from gpualign_plugin.backend import BACKENDS
 from gpualign_plugin.errors import InputError
+from gpualign_plugin.runtime.backend import BACKENDS
 from gpualign_plugin.scoring import ScoringScheme
 
 
@@ -169,7 +169,7 @@ class RunStats:
         """Stop the clock; on the GPU engine also record the peak GPU memory."""
         self.seconds = time.perf_counter() - self._started
         if self.engine == "gpu":
-            from gpualign_plugin.gpu.runtime import peak_memory_bytes
+            from gpualign_plugin.runtime.gpu import peak_memory_bytes
 
             self.peak_gpu_memory_bytes = peak_memory_bytes()
 
@@ -194,10 +194,10 @@ class RunStats:
 def describe_device(engine: str, device: int = 0) -> str:
     """Human name of what ran: the GPU's name, or the CPU model and core count."""
     if engine == "gpu":
-        from gpualign_plugin.gpu.runtime import probe
+        from gpualign_plugin.runtime.gpu import probe
 
         return probe(device).name
-    from gpualign_plugin.machine import cpu_description
+    from gpualign_plugin.runtime.machine import cpu_description
 
     return cpu_description()
 

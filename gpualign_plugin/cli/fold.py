@@ -42,7 +42,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign fold``; returns the exit status."""
-    from gpualign_plugin.engines.fold import encode_rna, fold, fold_cells
+    from gpualign_plugin.fold.api import encode_rna, fold, fold_cells
     from gpualign_plugin.io.fasta import iter_fasta_text
 
     if args.min_loop < 0:

@@ -6,7 +6,7 @@ import argparse
 from collections import defaultdict
 
 from gpualign_plugin.cli.common import add_scoring_options, scheme_from_args
-from gpualign_plugin.engines.genome_compare import DIFFERENCE_KINDS, compare_genomes
+from gpualign_plugin.compare.api import DIFFERENCE_KINDS, compare_genomes
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 from gpualign_plugin.io.fasta import read_fasta
@@ -23,7 +23,7 @@ Difference blocks are classified as insertions (query bases only), deletions
 (reference bases only), inversions (the query side aligns to the reverse complement
 of the reference side), relocations (an insertion and a deletion that align to each
 other: a moved block), replacements and small blocks; see
-gpualign_plugin.engines.genome_compare. Give the scoring options of the syntenic run."""
+gpualign_plugin.compare.api. Give the scoring options of the syntenic run."""
 
 DIFFERENCE_COLUMNS = ("query_id", "target_id", "kind", "query_start", "query_end",
                       "target_start", "target_end", "query_len", "target_len", "identity_pct",

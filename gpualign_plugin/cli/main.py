@@ -14,10 +14,10 @@ import importlib
 import logging
 import sys
 
-from gpualign_plugin import __version__
 from gpualign_plugin.errors import BackendUnavailable, InputError
-from gpualign_plugin.gpu.kernels import GpuKernelError, GpuMemoryError
 from gpualign_plugin.io.atomic import check_writable
+from gpualign_plugin.runtime.kernels import GpuKernelError, GpuMemoryError
+from gpualign_plugin.version import __version__
 
 SUBCOMMANDS = (
     "pairwise",

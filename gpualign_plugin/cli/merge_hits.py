@@ -61,8 +61,8 @@ def read_shards(paths: list[str], scheme_description: str):
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign merge-hits``; returns the exit status."""
     from gpualign_plugin.cli.search import database_layout
-    from gpualign_plugin.engines.search import finish, merge_results
     from gpualign_plugin.io.fasta import iter_fasta, read_fasta
+    from gpualign_plugin.search.api import finish, merge_results
 
     scheme = scheme_from_args(args)
     paths = requested_outputs(args)

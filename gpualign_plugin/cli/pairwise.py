@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 
-from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device, output_formats,
-                                        scheme_from_args)
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
+                                        add_scoring_options, apply_threads, command_line,
+                                        describe_device, output_formats, scheme_from_args)
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 
 log = logging.getLogger("gpualign")
@@ -73,10 +73,10 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign pairwise``; returns the exit status."""
-    from gpualign_plugin.backend import resolve_backend
-    from gpualign_plugin.engines.pairwise_records import align_records
-    from gpualign_plugin.io.pairs import read_pairs_file
     from gpualign_plugin.io.fasta import read_fasta
+    from gpualign_plugin.io.pairs import read_pairs_file
+    from gpualign_plugin.pairwise.api import align_records
+    from gpualign_plugin.runtime.backend import resolve_backend
 
     scheme = scheme_from_args(args)
     outputs = output_formats(args.out, args.format, FORMATS)

@@ -6,8 +6,9 @@ import argparse
 import logging
 import os
 
-from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device, scheme_from_args)
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
+                                        add_scoring_options, apply_threads, command_line,
+                                        describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 
@@ -125,10 +126,10 @@ def write_search_outputs(args: argparse.Namespace, result, scheme, queries, name
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign search``; returns the exit status."""
-    from gpualign_plugin.backend import resolve_backend
-    from gpualign_plugin.engines.search import finish, search
     from gpualign_plugin.io.fasta import iter_fasta_text, read_fasta
     from gpualign_plugin.io.hits import write_hits
+    from gpualign_plugin.runtime.backend import resolve_backend
+    from gpualign_plugin.search.api import finish, search
 
     scheme = scheme_from_args(args)
     paths = requested_outputs(args)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from gpualign_plugin.compare.simulate import SimulationParameters, simulate_genome, write_truth
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 from gpualign_plugin.io.fasta import iter_fasta_text, write_fasta
 from gpualign_plugin.scoring import DNA
-from gpualign_plugin.simulate import SimulationParameters, simulate_genome, write_truth
 
 EPILOG = """example:
   gpualign simulate --reference lambda.fa --seed 1 --prefix strainA_ \\
@@ -18,7 +18,7 @@ Each record gets one inversion, one deleted block, one inserted foreign (random)
 block and one transposed block (sizes below; 0 leaves an event out), placed in
 separate slots of the record, then substitutions and small indels everywhere.
 The truth table lists every planted event with 0-based half-open coordinates on
-the reference and on the strain (see gpualign_plugin.simulate)."""
+the reference and on the strain (see gpualign_plugin.compare.simulate)."""
 
 
 def register(subparsers) -> None:

@@ -8,12 +8,13 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device, scheme_from_args)
-from gpualign_plugin.engines.syntenic import (DNA_BLOCK_PENALTY, PROTEIN_BLOCK_PENALTY,
-                                              default_block_penalty, syntenic)
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
+                                        add_scoring_options, apply_threads, command_line,
+                                        describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
+from gpualign_plugin.syntenic.api import (DNA_BLOCK_PENALTY, PROTEIN_BLOCK_PENALTY,
+                                          default_block_penalty, syntenic)
 
 log = logging.getLogger("gpualign")
 
@@ -133,8 +134,8 @@ def write_outputs(paths: dict, results, description: str, command: str, unit: st
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign syntenic``; returns the exit status."""
-    from gpualign_plugin.backend import resolve_backend
     from gpualign_plugin.io.fasta import read_fasta
+    from gpualign_plugin.runtime.backend import resolve_backend
 
     scheme = scheme_from_args(args)
     block_penalty = args.block_penalty if args.block_penalty is not None else default_block_penalty(scheme)

@@ -70,7 +70,7 @@ def format_bit_score(bits: float) -> str:
 
 
 def blast_line(hit) -> str:
-    """One BLAST tabular line (no newline) of a :class:`~gpualign_plugin.engines.search.Hit`."""
+    """One BLAST tabular line (no newline) of a :class:`~gpualign_plugin.search.api.Hit`."""
     a = hit.alignment
     if a.strand == "-":
         sstart, send = a.target_end, a.target_start + 1
@@ -120,7 +120,7 @@ def read_blast_tab(path: str | os.PathLike) -> list[dict]:
 
 
 def write_hits_tsv(path_or_handle: Union[str, os.PathLike, IO[str]], result, scheme) -> None:
-    """Write a finished :class:`~gpualign_plugin.engines.search.SearchResult` as the hits TSV.
+    """Write a finished :class:`~gpualign_plugin.search.api.SearchResult` as the hits TSV.
 
     Comment lines first (scheme, database size, statistics and their source,
     coordinate convention), then the header line and one line per hit.

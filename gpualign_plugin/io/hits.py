@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import os
 
-from gpualign_plugin.engines.search import Hit, SearchResult
-from gpualign_plugin.engines.statistics import ScoreHistogram
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text
 from gpualign_plugin.io.text import text_input
-from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.model import Alignment, Cigar, Hit, SearchResult
+from gpualign_plugin.statistics import ScoreHistogram
 
 MAGIC = "#gpualign-hits\t1"
 COLUMNS = ("query_index", "target_index", "query_id", "target_id", "query_length", "target_length",

@@ -51,7 +51,7 @@ def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
         A path is written atomically (temporary name, renamed when complete); a
         handle is written to and left open.
     alignments : iterable of Alignment
-        Usually the output of :func:`~gpualign_plugin.engines.placement.place`.
+        Usually the output of :func:`~gpualign_plugin.pairwise.placement.place`.
     """
     with text_output(path_or_handle) as handle:
         for alignment in alignments:

@@ -179,7 +179,7 @@ def format_alignment(alignment: Alignment, query: Sequence, target: Sequence,
 
 
 def _header(scheme: ScoringScheme, command_line: str, count: int) -> str:
-    from gpualign_plugin import __version__
+    from gpualign_plugin.version import __version__
 
     return "\n".join([
         _RULE_HEAD,

@@ -3,7 +3,7 @@
 Record layout (one record per :class:`~gpualign_plugin.model.Alignment`):
 
 * FLAG: 16 on the minus strand, 256 for a secondary alignment (see
-  :func:`gpualign_plugin.engines.placement.place`); no other bits.
+  :func:`gpualign_plugin.pairwise.placement.place`); no other bits.
 * POS, MAPQ from the alignment; RNEXT ``*``, PNEXT 0, TLEN 0.
 * CIGAR in ``=``/``X`` form with soft clips (``S``) for the unaligned ends of the
   query, so that the query length is recoverable from every record. Along the
@@ -155,7 +155,7 @@ def _header_text(header: dict) -> str:
 def sam_header(targets: Iterable[Target], command_line: str,
                sort: bool = True) -> pysam.AlignmentHeader:
     """The header: ``@HD``, one ``@SQ`` per target in order, and ``@PG`` with the command line."""
-    from gpualign_plugin import __version__
+    from gpualign_plugin.version import __version__
 
     return pysam.AlignmentHeader.from_text(_header_text({
         "HD": {"VN": "1.6", "SO": "coordinate" if sort else "unsorted"},
@@ -239,7 +239,7 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
     path : str or PathLike
         Output file; appears only when complete (temporary name, then rename).
     alignments : iterable of Alignment
-        Usually the output of :func:`~gpualign_plugin.engines.placement.place`.
+        Usually the output of :func:`~gpualign_plugin.pairwise.placement.place`.
     queries : dict of str to Sequence, or None
         Query records by id, for SEQ. May be None for protein schemes (SEQ ``*``).
     targets : iterable of Sequence or (str, int)
@@ -344,7 +344,7 @@ def _merged_programs(headers: list[dict], command_line: str | None) -> list[dict
                 line["PP"] = renamed[line["PP"]]
         programs.extend(added)
     if command_line is not None:
-        from gpualign_plugin import __version__
+        from gpualign_plugin.version import __version__
 
         merge_id, suffix = "gpualign.merge", 0
         while merge_id in used:

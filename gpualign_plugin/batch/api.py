@@ -1,0 +1,81 @@
+"""Batch alignment's entry point: many independent short pairs, scored or aligned in parallel.
+
+Each pair is aligned exactly as :func:`gpualign_plugin.pairwise.api.align_pair` would
+(same recurrence, end-cell rule and tie rule: the kernels of
+:mod:`gpualign_plugin.gotoh`), one pair per CPU thread at a time
+(:mod:`~gpualign_plugin.batch.cpu`). ``gpualign batch`` calls this.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpualign_plugin import gotoh
+from gpualign_plugin.batch import cpu
+from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
+from gpualign_plugin.scoring import ScoringScheme
+
+MODES = ("local", "global", "semiglobal")
+_MODE_CODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
+
+
+def _pack(pairs):
+    """Concatenated query and target codes with offsets."""
+    queries = [np.ascontiguousarray(q, dtype=np.uint8) for q, _ in pairs]
+    targets = [np.ascontiguousarray(t, dtype=np.uint8) for _, t in pairs]
+    q_offsets = np.zeros(len(pairs) + 1, dtype=np.int64)
+    t_offsets = np.zeros(len(pairs) + 1, dtype=np.int64)
+    np.cumsum([len(q) for q in queries], out=q_offsets[1:])
+    np.cumsum([len(t) for t in targets], out=t_offsets[1:])
+    empty = np.empty(0, dtype=np.uint8)
+    return (np.concatenate(queries) if queries else empty, q_offsets,
+            np.concatenate(targets) if targets else empty, t_offsets)
+
+
+def _check_batch(pairs, scheme: ScoringScheme, mode: str):
+    if mode not in _MODE_CODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    for q, t in pairs:
+        scheme.check_score_range(len(q), len(t))
+    return np.ascontiguousarray(scheme.matrix, dtype=np.int32), _MODE_CODES[mode]
+
+
+def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
+    """:func:`~gpualign_plugin.pairwise.api.score_pair` of every ``(query_codes, target_codes)`` pair (any iterable), in parallel.
+
+    Uses ``numba.get_num_threads()`` threads; the result is in the order of ``pairs``.
+    """
+    pairs = list(pairs)
+    matrix, mode_code = _check_batch(pairs, scheme, mode)
+    qs, q_offsets, ts, t_offsets = _pack(pairs)
+    out = np.empty((len(pairs), 3), dtype=np.int64)
+    cpu.score_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
+                               scheme.gap_extend, mode_code, out)
+    return [PairScore(int(s), int(qe), int(te)) for s, qe, te in out]
+
+
+def align_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairAlignment]:
+    """:func:`~gpualign_plugin.pairwise.api.align_pair` of every ``(query_codes, target_codes)`` pair (any iterable), in parallel.
+
+    Each pair keeps a full direction matrix (``(m+1) * (n+1)`` bytes) while it is
+    being aligned, so this suits many short pairs (the reference workload is
+    1,000 pairs of 512 bp); use :func:`~gpualign_plugin.pairwise.api.align_pair` for long ones. Uses
+    ``numba.get_num_threads()`` threads; results are in the order of ``pairs``.
+    """
+    pairs = list(pairs)
+    matrix, mode_code = _check_batch(pairs, scheme, mode)
+    qs, q_offsets, ts, t_offsets = _pack(pairs)
+    ops_offsets = q_offsets + t_offsets
+    ops = np.empty(int(ops_offsets[-1]), dtype=np.uint8)
+    out = np.empty((len(pairs), 6), dtype=np.int64)
+    cpu.align_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
+                               scheme.gap_extend, mode_code, out, ops, ops_offsets)
+    results = []
+    for k, (score, q_start, q_end, t_start, t_end, n_ops) in enumerate(out):
+        if mode_code == gotoh.LOCAL and score <= 0:
+            results.append(NO_PAIR_ALIGNMENT)
+            continue
+        path = ops[ops_offsets[k]:ops_offsets[k] + n_ops]
+        results.append(PairAlignment(int(score), int(q_start), int(q_end), int(t_start),
+                                     int(t_end), gotoh.cigar_from_ops(path)))
+    return results

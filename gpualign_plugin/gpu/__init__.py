@@ -1,1 +1,0 @@
-"""CuPy runtime and GPU engines. Importing this package never requires CuPy; the engines do."""

@@ -1,0 +1,175 @@
+"""Pairwise alignment's entry point: records on one or both strands, on the CPU or the GPU.
+
+:func:`align_records` is what ``gpualign pairwise`` runs: for each (query, target)
+pair and each strand asked for, one exact alignment (:func:`align_sequences`);
+alignments scoring below ``min_score`` are dropped; the rest are placed (primary /
+secondary, MAPQ) by :func:`gpualign_plugin.pairwise.placement.place`. The engines
+(:mod:`~gpualign_plugin.pairwise.cpu`, :mod:`~gpualign_plugin.pairwise.gpu`) take
+encoded arrays; this module chooses between them.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.model import Alignment, PairScore
+from gpualign_plugin.pairwise import cpu
+from gpualign_plugin.pairwise.cpu import MODES, align_pair, score_pair, score_pair_tiled
+from gpualign_plugin.pairwise.placement import place
+from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
+
+__all__ = ["MODES", "align_pair", "align_records", "align_sequences", "gpu_accepts",
+           "score_pair", "score_pair_on", "score_pair_tiled", "strand_signs"]
+
+
+def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,
+                  mode: str = "local", strands: str = "both", min_score: int | None = None,
+                  backend: str = "cpu", device: int = 0, pairs: list[tuple[str, str]] | None = None,
+                  threads: int = 1, on_pair_done: Callable[[int], None] | None = None) -> list[Alignment]:
+    """Align queries to targets and place the results.
+
+    Parameters
+    ----------
+    queries, targets : list of Sequence
+        Encoded records (same scheme).
+    mode : {'local', 'global', 'semiglobal'}
+    strands : {'both', 'plus'}
+        ``'both'`` also aligns the reverse complement of each query (DNA only).
+    min_score : int, optional
+        Alignments scoring below this are dropped (local alignments with no
+        positive score never exist).
+    backend : {'cpu', 'gpu'}
+        Already resolved (see :func:`gpualign_plugin.runtime.backend.resolve_backend`).
+    pairs : list of (query id, target id), optional
+        Align only these pairs; default every query with every target.
+    threads : int
+        Pairs aligned concurrently on the CPU backend.
+    on_pair_done : callable, optional
+        Called with the number of DP cells of each finished (pair, strand).
+
+    Returns
+    -------
+    list of Alignment
+        Placed alignments: per query in query-file order, primary first.
+    """
+    strand_list = strand_signs(strands, scheme)
+    by_query = {q.id: q for q in queries}
+    by_target = {t.id: t for t in targets}
+    query_rank = {q.id: k for k, q in enumerate(queries)}
+    target_rank = {t.id: k for k, t in enumerate(targets)}
+    if pairs is None:
+        pairs = [(q.id, t.id) for q in queries for t in targets]
+    jobs = [(by_query[q], by_target[t], s) for q, t in pairs for s in strand_list]
+    for query, target, _ in jobs:
+        scheme.check_score_range(len(query), len(target))
+
+    def run(job):
+        query, target, strand = job
+        result = align_sequences(query, target, scheme, mode, strand=strand, backend=backend,
+                                 device=device)
+        if on_pair_done is not None:
+            on_pair_done(len(query) * len(target))
+        return result
+
+    workers = 1 if backend == "gpu" else max(1, threads)
+    if workers == 1:
+        results = [run(job) for job in jobs]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(run, jobs))
+    kept = [a for a in results if a is not None and (min_score is None or a.score >= min_score)]
+    kept.sort(key=lambda a: (query_rank[a.query_id], target_rank[a.target_id], a.strand == "-"))
+    return place(kept, target_order=[t.id for t in targets])
+
+
+def strand_signs(strands: str, scheme: ScoringScheme) -> tuple[str, ...]:
+    """The strands that ``--strand`` ``'both'`` or ``'plus'`` names: ``('+', '-')`` or ``('+',)``.
+
+    Raises
+    ------
+    ValueError
+        ``strands`` is neither ``'both'`` nor ``'plus'``.
+    InputError
+        ``'both'`` with a protein scheme (protein has one strand).
+    """
+    if strands not in ("both", "plus"):
+        raise ValueError(f"strands must be 'both' or 'plus', got {strands!r}")
+    if strands == "both" and not scheme.is_dna:
+        raise InputError("--strand both needs DNA; protein has one strand (use --strand plus)")
+    return ("+", "-") if strands == "both" else ("+",)
+
+
+def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mode: str,
+                    strand: str = "+", backend: str = "cpu", device: int = 0) -> Alignment | None:
+    """Align two records on one strand and return a :class:`~gpualign_plugin.model.Alignment`.
+
+    Parameters
+    ----------
+    query, target : Sequence
+        Encoded records.
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    mode : str
+        ``'local'``, ``'global'`` or ``'semiglobal'``.
+    strand : str
+        ``'+'``, or ``'-'`` to align the reverse complement of the query (DNA
+        only); coordinates are mapped back to the query's forward strand
+        (``query_start = m - end_rc``, ``query_end = m - start_rc``) and the
+        CIGAR reads the reverse-complemented query along the target.
+    backend : str
+        ``'cpu'`` or ``'gpu'`` (a resolved backend, see
+        :func:`gpualign_plugin.runtime.backend.resolve_backend`).
+    device : int
+        CUDA device ordinal for the GPU backend.
+
+    Returns
+    -------
+    Alignment or None
+        ``None`` when there is no alignment (local mode, score <= 0).
+        ``is_primary`` and ``mapq`` keep their defaults (placement sets them).
+    """
+    if strand not in ("+", "-"):
+        raise ValueError(f"strand must be '+' or '-', got {strand!r}")
+    if strand == "-" and not scheme.is_dna:
+        raise ValueError("the minus strand exists only for DNA")
+    codes = reverse_complement_codes(query.codes) if strand == "-" else query.codes
+    if backend == "gpu":
+        from gpualign_plugin.pairwise import gpu as gpu_pairwise
+
+        result = gpu_pairwise.align_pair(codes, target.codes, scheme, mode, device=device)
+    elif backend == "cpu":
+        result = cpu.align_pair(codes, target.codes, scheme, mode)
+    else:
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    if mode == "local" and result.score <= 0:
+        return None
+    m = len(query)
+    q_start, q_end = result.query_start, result.query_end
+    if strand == "-":
+        q_start, q_end = m - result.query_end, m - result.query_start
+    return Alignment(query.id, target.id, m, len(target), q_start, q_end, result.target_start,
+                     result.target_end, strand, result.score, result.cigar, mode)
+
+
+def gpu_accepts(scheme: ScoringScheme) -> bool:
+    """Whether the GPU pairwise engine takes ``scheme`` (its matrix and gap costs fit its kernel)."""
+    from gpualign_plugin.pairwise import gpu
+
+    return gpu.accepts(scheme)
+
+
+def score_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme, mode: str,
+                  device: int = 0) -> PairScore:
+    """:func:`score_pair` on ``backend`` (``'cpu'`` or ``'gpu'``, resolved): the same result on both.
+
+    The other problems (search's long targets) score single pairs through this.
+    """
+    if backend == "gpu":
+        from gpualign_plugin.pairwise import gpu
+
+        return gpu.score_pair(query_codes, target_codes, scheme, mode, device)
+    if backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    return cpu.score_pair(query_codes, target_codes, scheme, mode)

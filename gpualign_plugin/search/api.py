@@ -1,0 +1,313 @@
+"""Database search: exact Smith-Waterman-Gotoh of every query against every database sequence.
+
+Two passes:
+
+1. **Score pass** (:func:`score_database`, the hot loop): the best local score of
+   every (query, target, strand) with the inter-sequence vectorised kernel of
+   :mod:`~gpualign_plugin.search.cpu`, chunk by chunk of the database
+   (bounded memory), keeping each query's top ``k`` candidates. Chunks and
+   shards merge exactly because the ranking is a total order (below). With
+   ``backend='gpu'`` the scores come from :mod:`gpualign_plugin.search.gpu`
+   (the same matrix), and everything after them is this module's.
+2. **Alignment pass**: each reported hit is re-aligned with
+   :func:`gpualign_plugin.pairwise.cpu.align_sequences` (on the CPU, hits in
+   parallel over ``numba.get_num_threads()`` threads), so its coordinates
+   and CIGAR are exactly the pairwise engine's (same recurrence, same end-cell
+   and traceback rules, docs/ALGORITHMS.md); its score must equal the score pass's.
+
+**Ranking of hits** (docs/ALGORITHMS.md, "Database search"): score descending,
+then the target's index in the database file, then ``+`` before ``-``. Only
+alignments with a positive score are hits.
+
+Statistics (bit score, E-value) are added at the end by :func:`finish`, from the
+whole database's size, so one job and merged shards give the same numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator
+
+import numba
+import numpy as np
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.model import Alignment, Hit, SearchResult
+from gpualign_plugin.pairwise.api import align_sequences, strand_signs
+from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
+from gpualign_plugin.search import cpu as kernels
+from gpualign_plugin.statistics import (ScoreHistogram, fit_parameters, primary_mapq,
+                                        published_parameters)
+
+DEFAULT_TOP = 10
+DEFAULT_CHUNK_RESIDUES = 20_000_000
+BACKENDS = ("cpu", "gpu")
+
+
+def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme: ScoringScheme,
+                   on_progress: Callable[[int, int], None] | None = None, backend: str = "cpu",
+                   device: int = 0) -> np.ndarray:
+    """Best local (Smith-Waterman-Gotoh) score of every query against every target.
+
+    This is the score pass of ``gpualign search`` and what ``gpualign bench``
+    times: targets sorted by length and scored ``LANES`` at a time by a
+    vectorised kernel, in parallel over ``numba.get_num_threads()`` threads.
+
+    Parameters
+    ----------
+    queries, targets : list of numpy.ndarray
+        ``uint8`` codes in ``scheme``'s alphabet (oriented as given: pass a
+        reverse complement as its own query for the minus strand).
+    scheme : ScoringScheme
+        Substitution matrix and gap costs (a gap of ``k`` costs ``open + k*extend``).
+    on_progress : callable, optional
+        Called with ``(target residues, cells)`` each time a group of batches is
+        done (about :data:`~gpualign_plugin.search.cpu.CELLS_PER_CALL` cells, a few seconds of work).
+    backend : {'cpu', 'gpu'}
+        ``'gpu'`` runs the score pass on CUDA device ``device``
+        (:func:`gpualign_plugin.search.gpu.score_database`, same result).
+    device : int
+        CUDA device ordinal for the GPU backend.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int32`` ``(len(queries), len(targets))``; 0 where no local alignment
+        scores above 0. Equal to :func:`gpualign_plugin.pairwise.cpu.score_pair`
+        in local mode for every pair.
+
+    Raises
+    ------
+    InputError
+        Lengths whose scores could overflow 32-bit integers.
+    GpuMemoryError, GpuKernelError
+        GPU backend only (:mod:`gpualign_plugin.runtime.kernels`).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "gpu":
+        from gpualign_plugin.search import gpu as gpu_search
+
+        return gpu_search.score_database(queries, targets, scheme, device, on_progress)
+    return kernels.score_database(queries, targets, scheme, on_progress)
+
+
+def _strand_queries(queries: list[Sequence], scheme: ScoringScheme, strands: str):
+    """The oriented query codes to score: ``[q0+, (q0-), q1+, ...]`` and their strands."""
+    signs = strand_signs(strands, scheme)
+    oriented = []
+    for query in queries:
+        for sign in signs:
+            oriented.append(reverse_complement_codes(query.codes) if sign == "-" else query.codes)
+    return oriented, signs
+
+
+def _chunks(database: Iterable[tuple[int, Sequence]], chunk_residues: int
+            ) -> Iterator[list[tuple[int, Sequence]]]:
+    chunk: list[tuple[int, Sequence]] = []
+    residues = 0
+    for item in database:
+        chunk.append(item)
+        residues += len(item[1])
+        if residues >= chunk_residues:
+            yield chunk
+            chunk, residues = [], 0
+    if chunk:
+        yield chunk
+
+
+def _top_candidates(scores: np.ndarray, target_index: np.ndarray, n_strands: int, top: int):
+    """Top ``top`` (score, target index, strand number) of one query over a chunk, ranked."""
+    score = scores.ravel()  # strand-major: [strand 0 targets..., strand 1 targets...]
+    index = np.tile(target_index, n_strands)
+    strand = np.repeat(np.arange(n_strands), len(target_index))
+    positive = score > 0
+    score, index, strand = score[positive], index[positive], strand[positive]
+    if len(score) > top:
+        threshold = np.partition(score, len(score) - top)[len(score) - top]
+        keep = score >= threshold
+        score, index, strand = score[keep], index[keep], strand[keep]
+    order = np.lexsort((strand, index, -score.astype(np.int64)))[:top]
+    return score[order], index[order], strand[order]
+
+
+def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], scheme: ScoringScheme,
+           database_residues: int, database_sequences: int, top: int = DEFAULT_TOP,
+           strands: str = "plus", chunk_residues: int = DEFAULT_CHUNK_RESIDUES,
+           on_progress: Callable[[int, int], None] | None = None, backend: str = "cpu",
+           device: int = 0) -> SearchResult:
+    """Top-``top`` local hits of each query in a database streamed in bounded chunks.
+
+    Parameters
+    ----------
+    queries : list of Sequence
+        Encoded queries, in file order.
+    database : iterable of (int, Sequence)
+        Database records with their 0-based index in the whole database file
+        (increasing); a shard passes only its own records.
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    database_residues, database_sequences : int
+        Size of the **whole** database (for E-values and the output header).
+    top : int
+        Hits kept per query (>= 1).
+    strands : {'plus', 'both'}
+        ``'both'`` also searches the reverse complement of each query (DNA).
+    chunk_residues : int
+        Database residues scored per chunk (memory is about a few bytes per
+        residue of the chunk plus 4 bytes per (query, strand, target) score).
+    on_progress : callable, optional
+        Called with ``(database residues, cells)`` as the score pass advances
+        (every few seconds of work; for progress bars and statistics).
+    backend : {'cpu', 'gpu'}
+        Where the score pass runs (:func:`score_database`); the alignment pass
+        (short hits, a few per query) runs on the CPU pairwise engine either way,
+        so the result is the same.
+    device : int
+        CUDA device ordinal for the GPU backend.
+
+    Returns
+    -------
+    SearchResult
+        Hits ranked per query and aligned; statistics not yet set (see :func:`finish`).
+    """
+    if top < 1:
+        raise InputError(f"--top must be 1 or more, got {top}")
+    if chunk_residues < 1:
+        raise InputError(f"--chunk-residues must be 1 or more, got {chunk_residues}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    oriented, signs = _strand_queries(queries, scheme, strands)
+    n_strands = len(signs)
+    needs_fit = published_parameters(scheme) is None
+    histogram = ScoreHistogram() if needs_fit else None
+    # Per query: ranked candidate arrays and the Sequence of each candidate target.
+    kept = [(np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64))
+            for _ in queries]
+    kept_targets: dict[int, Sequence] = {}
+    for chunk in _chunks(database, chunk_residues):
+        indices = np.array([index for index, _ in chunk], dtype=np.int64)
+        lengths = np.array([len(record) for _, record in chunk], dtype=np.int64)
+        scores = score_database(oriented, [record.codes for _, record in chunk], scheme, on_progress,
+                                backend, device)
+        by_index = {index: record for index, record in chunk}
+        for q in range(len(queries)):
+            block = scores[q * n_strands:(q + 1) * n_strands]
+            if histogram is not None:
+                for strand_scores in block:
+                    histogram.add_scores(strand_scores, len(queries[q]), lengths)
+            new = _top_candidates(block, indices, n_strands, top)
+            merged = [np.concatenate([old, fresh]) for old, fresh in zip(kept[q], new)]
+            order = np.lexsort((merged[2], merged[1], -merged[0].astype(np.int64)))[:top]
+            kept[q] = tuple(array[order] for array in merged)
+            for index in kept[q][1].tolist():
+                if index in by_index:
+                    kept_targets[index] = by_index[index]
+        live = {int(i) for _, index, _ in kept for i in index}
+        kept_targets = {i: s for i, s in kept_targets.items() if i in live}
+    jobs = [(q, index, strand, score) for q in range(len(queries))
+            for score, index, strand in zip(*(array.tolist() for array in kept[q]))]
+
+    def align(job):
+        q, index, strand, score = job
+        return Hit(q, index, _align_hit(queries[q], kept_targets[index], scheme, signs[strand], score))
+
+    # The pairwise kernels release the GIL: hits align in parallel, listed in rank order.
+    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool:
+        hits = list(pool.map(align, jobs))
+    return SearchResult([(q.id, len(q)) for q in queries], hits, top, database_residues,
+                        database_sequences, histogram, targets=kept_targets)
+
+
+def _align_hit(query: Sequence, target: Sequence, scheme: ScoringScheme, strand: str,
+               score: int) -> Alignment:
+    alignment = align_sequences(query, target, scheme, "local", strand=strand)
+    if alignment is None or alignment.score != score:
+        raise RuntimeError(f"score pass and pairwise engine disagree on {query.id} vs {target.id} "
+                           f"({strand}): {score} vs {alignment.score if alignment else 0}")
+    return alignment
+
+
+def merge_results(parts: list[SearchResult]) -> SearchResult:
+    """Merge the results of database shards (or chunks) into the result of one search.
+
+    Every part must come from the same queries, ``top`` and database size. The
+    per-query hits are merged by the ranking rule and cut to ``top``; score
+    histograms add up.
+
+    Raises
+    ------
+    InputError
+        Parts that disagree on queries, ``top`` or database size, or a target
+        reported by two parts.
+    """
+    if not parts:
+        raise InputError("no shard results to merge")
+    first = parts[0]
+    for part in parts[1:]:
+        if (part.queries != first.queries or part.top != first.top
+                or part.database_residues != first.database_residues
+                or part.database_sequences != first.database_sequences):
+            raise InputError("shard results come from different searches (queries, --top or "
+                             "database size differ)")
+    by_query: dict[int, list[Hit]] = {}
+    seen: set[tuple[int, int, str]] = set()
+    for part in parts:
+        for hit in part.hits:
+            key = (hit.query_index, hit.target_index, hit.alignment.strand)
+            if key in seen:
+                raise InputError(f"hit of query {hit.alignment.query_id!r} on target "
+                                 f"{hit.alignment.target_id!r} appears in two shards")
+            seen.add(key)
+            by_query.setdefault(hit.query_index, []).append(hit)
+    hits = []
+    for q in sorted(by_query):
+        hits.extend(sorted(by_query[q], key=lambda h: h.rank_key)[:first.top])
+    histogram = None
+    if any(part.histogram is not None for part in parts):
+        histogram = ScoreHistogram()
+        for part in parts:
+            if part.histogram is not None:
+                histogram.add(part.histogram)
+    targets = {}
+    for part in parts:
+        targets.update(part.targets)
+    reported = {hit.target_index for hit in hits}
+    return SearchResult(first.queries, hits, first.top, first.database_residues,
+                        first.database_sequences, histogram,
+                        targets={i: s for i, s in targets.items() if i in reported})
+
+
+def finish(result: SearchResult, scheme: ScoringScheme) -> SearchResult:
+    """Set Karlin-Altschul parameters, bit scores and E-values, and primary/MAPQ flags.
+
+    Parameters come from NCBI's tables when the scheme is tabulated, else from a
+    maximum-likelihood fit to ``result.histogram``
+    (:mod:`~gpualign_plugin.statistics`). The first hit of each query is
+    primary with MAPQ from :func:`~gpualign_plugin.statistics.primary_mapq`
+    (best against second-best score); the others are secondary with MAPQ 0.
+    """
+    parameters = published_parameters(scheme)
+    if parameters is None:
+        if result.histogram is None:
+            raise InputError("the scoring scheme has no published Karlin-Altschul parameters and the "
+                             "search kept no score histogram to estimate them")
+        parameters = fit_parameters(result.histogram)
+    lengths = dict(enumerate(length for _, length in result.queries))
+    finished = []
+    for k, hit in enumerate(result.hits):
+        first = k == 0 or result.hits[k - 1].query_index != hit.query_index
+        if first:
+            following = result.hits[k + 1] if k + 1 < len(result.hits) else None
+            second = following.alignment.score if following is not None and \
+                following.query_index == hit.query_index else None
+            mapq = primary_mapq(hit.alignment.score, second)
+        else:
+            mapq = 0
+        alignment = dataclasses.replace(hit.alignment, is_primary=first, mapq=mapq)
+        finished.append(Hit(hit.query_index, hit.target_index, alignment,
+                            parameters.bit_score(alignment.score),
+                            parameters.evalue(alignment.score, lengths[hit.query_index],
+                                              result.database_residues)))
+    return dataclasses.replace(result, hits=finished, parameters=parameters)

@@ -1,0 +1,329 @@
+"""Numba kernels of the database search score pass (inter-sequence SIMD, SWIPE style).
+
+The database is cut into batches of :data:`LANES` targets of similar length (sorted by
+length), stored interleaved: residue ``j`` of the batch's lane ``l`` is at
+``codes[offset + j * LANES + l]``. The Smith-Waterman-Gotoh recurrence of
+docs/ALGORITHMS.md then runs over one batch column by column with the lane
+dimension innermost and contiguous, so LLVM turns the lane loop into vector
+instructions: one vector cell update computes the same cell of ``LANES`` different
+alignments (Rognes, "Faster Smith-Waterman database searches with inter-sequence
+SIMD parallelisation", BMC Bioinformatics 2011).
+
+**Exactness.** Each (query, batch) is first scored in 16-bit lanes with saturating
+additions, then, only if a lane's best score reached :data:`SATURATED16`, again in
+32-bit lanes (the caller checks the scheme's 32-bit score bound,
+:meth:`~gpualign_plugin.scoring.ScoringScheme.check_score_range`). The 16-bit pass is
+exact when no lane saturates: H, E and F of local alignment are at least
+``-(open + extend)`` (E and F come from an H >= 0 minus a gap), so only the initial
+minus infinity, the padding score and the extensions of minus infinity can go below
+-32768, and those saturate at -32768, which loses every ``max`` they enter exactly
+as their true values would. Upwards, the first value above 32767 would clamp to
+32767, make that cell's H 32767 and so the lane's best 32767: a best below
+:data:`SATURATED16` proves no cell overflowed. Used when the scheme's scores and
+gap costs are small (:func:`fits_int16`); otherwise the 32-bit pass runs alone.
+
+Padding residues of a short lane carry the code ``PAD`` whose substitution score
+is :data:`PAD_SCORE`; a cell in a padding column can only be reached from a real
+cell through a gap or a padding substitution, both of which cost, so padding never
+raises a lane's maximum above its true local score.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from gpualign_plugin.scoring import NEG_INF
+
+LANES = 64
+"""Targets scored together: the lane loop becomes 2 (int16) or 4 (int32) AVX-512 vector
+operations per cell, so each row's scalar overhead spreads over more cells. Measured per
+CPU-second on the 2-core AMD EPYC dev machine (int16 pass, mmseqs example proteins):
+16 lanes 2.6, 32 lanes 3.8, 64 lanes 4.45, 128 lanes 4.6 GCUPS (int32 worse at 128)."""
+
+PAD_SCORE = -(1 << 20)
+"""Substitution score of a padding residue in 32-bit lanes: far below any real score."""
+
+SATURATED16 = 32767
+"""Largest int16: a 16-bit lane whose best score reaches it is scored again in 32 bits."""
+
+LOW16 = -32768
+"""Minus infinity and padding score of 16-bit lanes (saturating arithmetic keeps it there)."""
+
+
+@intrinsic
+def _add(typingctx, a, b):
+    """``a + b`` in the operands' own width: saturating for int16, wrapping for int32.
+
+    (Numba would widen int16/int32 arithmetic to int64, halving or quartering the
+    lanes per vector.)
+    """
+    if not (isinstance(a, types.Integer) and a == b and a.bitwidth in (16, 32)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        if signature.return_type.bitwidth == 16:
+            kind = args[0].type
+            saturating = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(kind, [kind, kind]), "llvm.sadd.sat.i16")
+            return builder.call(saturating, args)
+        return builder.add(args[0], args[1])
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def _max(typingctx, a, b):
+    """``max(a, b)`` of two integers of the same width, kept in that width."""
+    if not (isinstance(a, types.Integer) and a == b):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.select(builder.icmp_signed(">", args[0], args[1]), args[0], args[1])
+
+    return a(a, b), codegen
+
+
+@njit(cache=True, nogil=True)
+def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, width, columns, lanes,
+                 scores, out):
+    """Best local score of ``query`` against each lane of one interleaved batch.
+
+    Compiled for int16 and int32 lanes: ``matrix_ext``, the constants
+    ``neg_oe = -(open + extend)``, ``neg_ext = -extend``, ``low`` (minus infinity)
+    and ``zero``, and the scratch arrays all have the lane type.
+    Scratch (flat, rows of ``LANES``): ``columns`` holds H then E of the
+    previous target column for each query row (``2 * len(query)`` rows);
+    ``lanes`` the running diagonal H, H above, F and best score of the current
+    column (4 rows); ``scores`` the substitution score of each letter against the
+    current target column (one row per letter). The ``LANES`` results go to
+    ``out``. Flat arrays indexed by hand and arithmetic in the lane width are what
+    let LLVM turn the lane loop into vector instructions.
+    """
+    m = query.shape[0]
+    alphabet = matrix_ext.shape[0]
+    for i in range(m):
+        for lane in range(LANES):
+            columns[2 * i * LANES + lane] = 0
+            columns[(2 * i + 1) * LANES + lane] = low
+    for lane in range(LANES):
+        lanes[3 * LANES + lane] = 0
+    for j in range(width):
+        base = offset + j * LANES
+        for c in range(alphabet):
+            for lane in range(LANES):
+                scores[c * LANES + lane] = matrix_ext[c, codes[base + lane]]
+        for lane in range(LANES):
+            lanes[lane] = 0
+            lanes[LANES + lane] = 0
+            lanes[2 * LANES + lane] = low
+        for i in range(m):
+            s_at = np.int64(query[i]) * LANES
+            h_at = 2 * i * LANES
+            e_at = h_at + LANES
+            for lane in range(LANES):
+                h_left = columns[h_at + lane]
+                e = _max(_add(h_left, neg_oe), _add(columns[e_at + lane], neg_ext))
+                f = _max(_add(lanes[LANES + lane], neg_oe), _add(lanes[2 * LANES + lane], neg_ext))
+                h = _max(_max(_add(lanes[lane], scores[s_at + lane]), e), _max(f, zero))
+                lanes[lane] = h_left
+                columns[h_at + lane] = h
+                columns[e_at + lane] = e
+                lanes[2 * LANES + lane] = f
+                lanes[LANES + lane] = h
+                lanes[3 * LANES + lane] = _max(lanes[3 * LANES + lane], h)
+    for lane in range(LANES):
+        out[lane] = lanes[3 * LANES + lane]
+
+
+@njit(cache=True, parallel=True)
+def score_batches(queries, query_offsets, matrix16, matrix32, oe, ext, codes, batch_offsets,
+                  batch_widths, workers, use16):
+    """Best local scores of every query against every lane of every batch.
+
+    Parameters
+    ----------
+    queries : numpy.ndarray
+        ``uint8`` codes of all queries concatenated.
+    query_offsets : numpy.ndarray
+        ``int64``, ``n_queries + 1`` boundaries into ``queries``.
+    matrix16, matrix32 : numpy.ndarray
+        ``int16`` and ``int32`` ``(alphabet, alphabet + 1)``: the substitution matrix
+        and a pad column (:func:`extend_matrix`).
+    oe, ext : int
+        ``gap_open + gap_extend`` (cost of a gap's first column) and ``gap_extend``.
+    codes : numpy.ndarray
+        ``uint8`` interleaved batches (see the module docstring).
+    batch_offsets, batch_widths : numpy.ndarray
+        ``int64`` start of each batch in ``codes`` and its padded length.
+    workers : int
+        Parallel workers, normally ``numba.get_num_threads()`` (passed in: reading
+        it inside compiled code would stop Numba caching this function).
+    use16 : bool
+        Try 16-bit lanes first (only if :func:`fits_int16`); saturated batches are
+        scored again in 32 bits.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int32`` ``(n_queries, n_batches * LANES)``: the score of query ``q``
+        against lane ``l`` of batch ``b`` at ``[q, b * LANES + l]``.
+    """
+    n_queries = query_offsets.shape[0] - 1
+    n_batches = batch_offsets.shape[0]
+    alphabet = matrix32.shape[0]
+    out = np.zeros((n_queries, n_batches * LANES), dtype=np.int32)
+    longest = 0
+    for q in range(n_queries):
+        longest = max(longest, query_offsets[q + 1] - query_offsets[q])
+    tasks = n_queries * n_batches
+    # Round-robin over tasks: batches are sorted by length, so equal contiguous blocks
+    # (prange's static split) would leave the thread with the long batches working alone.
+    for worker in prange(workers):
+        columns16 = np.empty(2 * longest * LANES, dtype=np.int16)
+        lanes16 = np.empty(4 * LANES, dtype=np.int16)
+        scores16 = np.empty(alphabet * LANES, dtype=np.int16)
+        best16 = np.empty(LANES, dtype=np.int16)
+        columns32 = np.empty(2 * longest * LANES, dtype=np.int32)
+        lanes32 = np.empty(4 * LANES, dtype=np.int32)
+        scores32 = np.empty(alphabet * LANES, dtype=np.int32)
+        for task in range(worker, tasks, workers):
+            q = task // n_batches
+            b = task % n_batches
+            query = queries[query_offsets[q]:query_offsets[q + 1]]
+            result = out[q, b * LANES:(b + 1) * LANES]
+            saturated = True
+            if use16:
+                _score_batch(query, matrix16, np.int16(-oe), np.int16(-ext), np.int16(LOW16),
+                             np.int16(0), codes, batch_offsets[b], batch_widths[b], columns16,
+                             lanes16, scores16, best16)
+                saturated = False
+                for lane in range(LANES):
+                    result[lane] = best16[lane]
+                    saturated = saturated or best16[lane] >= SATURATED16
+            if saturated:
+                _score_batch(query, matrix32, np.int32(-oe), np.int32(-ext), np.int32(NEG_INF),
+                             np.int32(0), codes, batch_offsets[b], batch_widths[b], columns32,
+                             lanes32, scores32, result)
+    return out
+
+
+def fits_int16(matrix: np.ndarray, gap_open: int, gap_extend: int) -> bool:
+    """Whether the 16-bit pass applies: substitution scores and gap costs far inside int16."""
+    return int(np.abs(matrix).max()) <= 1000 and gap_open + gap_extend <= 1000
+
+
+def interleave(targets: list[np.ndarray], pad_code: int) -> tuple[np.ndarray, np.ndarray,
+                                                                   np.ndarray, np.ndarray]:
+    """Sort ``targets`` by length and pack them into interleaved batches of :data:`LANES`.
+
+    Parameters
+    ----------
+    targets : list of numpy.ndarray
+        ``uint8`` codes of each target.
+    pad_code : int
+        Code of the padding residue (the pad column of ``matrix_ext``).
+
+    Returns
+    -------
+    codes, batch_offsets, batch_widths : numpy.ndarray
+        Inputs of :func:`score_batches`.
+    lane_target : numpy.ndarray
+        ``int64``, for each lane slot ``b * LANES + l`` the index into ``targets``
+        it holds, or ``-1`` for an empty lane of the last batch.
+    """
+    lengths = np.array([len(t) for t in targets], dtype=np.int64)
+    order = np.argsort(lengths, kind="stable")
+    n_batches = (len(targets) + LANES - 1) // LANES
+    lane_target = np.full(n_batches * LANES, -1, dtype=np.int64)
+    lane_target[:len(targets)] = order
+    widths = np.zeros(n_batches, dtype=np.int64)
+    for b in range(n_batches):
+        members = lane_target[b * LANES:(b + 1) * LANES]
+        widths[b] = lengths[members[members >= 0]].max()
+    offsets = np.zeros(n_batches, dtype=np.int64)
+    offsets[1:] = np.cumsum(widths * LANES)[:-1]
+    codes = np.full(int((widths * LANES).sum()), pad_code, dtype=np.uint8)
+    for slot, index in enumerate(lane_target):
+        if index < 0:
+            continue
+        b, lane = divmod(slot, LANES)
+        target = targets[index]
+        codes[offsets[b] + lane: offsets[b] + lane + len(target) * LANES: LANES] = target
+    return codes, offsets, widths, lane_target
+
+
+def pack_targets(queries: list, targets: list, scheme) -> tuple:
+    """Check the score range of a search and pack its ``targets`` for the lane kernels.
+
+    Shared by the CPU and GPU score passes: raises
+    :class:`~gpualign_plugin.errors.InputError` when the longest query and target could
+    overflow 32-bit scores under ``scheme``, then returns :func:`interleave` of the
+    targets with the pad code one past the alphabet (``codes, offsets, widths,
+    lane_target``).
+    """
+    scheme.check_score_range(max(len(q) for q in queries), max(len(t) for t in targets))
+    return interleave([np.ascontiguousarray(t, dtype=np.uint8) for t in targets],
+                      pad_code=scheme.matrix.shape[0])
+
+
+def extend_matrix(matrix: np.ndarray, dtype=np.int32) -> np.ndarray:
+    """The substitution matrix with one more column (the pad code) in lane type ``dtype``.
+
+    The pad column scores :data:`PAD_SCORE` for int32 and :data:`LOW16` for int16;
+    an int16 matrix of a scheme outside :func:`fits_int16` is not meaningful (and
+    not used).
+    """
+    size = matrix.shape[0]
+    pad = LOW16 if dtype == np.int16 else PAD_SCORE
+    out = np.full((size, size + 1), pad, dtype=dtype)
+    out[:, :size] = np.clip(matrix, LOW16, SATURATED16) if dtype == np.int16 else matrix
+    return np.ascontiguousarray(out)
+
+
+CELLS_PER_CALL = 10**10
+"""Cells scored per kernel call of :func:`score_database` (progress is reported between calls)."""
+
+
+def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme,
+                   on_progress=None) -> np.ndarray:
+    """Best local score of every query against every target on the CPU cores.
+
+    Targets are packed by :func:`pack_targets` and scored :data:`LANES` at a time
+    by :func:`score_batches` on ``numba.get_num_threads()`` threads; the result
+    and its conventions are those of :func:`gpualign_plugin.search.api.score_database`,
+    which calls this for the CPU backend.
+    """
+    result = np.zeros((len(queries), len(targets)), dtype=np.int32)
+    if not queries or not targets:
+        return result
+    codes, offsets, widths, lane_target = pack_targets(queries, targets, scheme)
+    query_offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+    np.cumsum([len(q) for q in queries], out=query_offsets[1:])
+    packed = np.concatenate([np.ascontiguousarray(q, dtype=np.uint8) for q in queries])
+    matrix16 = extend_matrix(scheme.matrix, np.int16)
+    matrix32 = extend_matrix(scheme.matrix, np.int32)
+    use16 = fits_int16(scheme.matrix, scheme.gap_open, scheme.gap_extend)
+    lengths = np.array([len(t) for t in targets] + [0], dtype=np.int64)  # [-1]: empty lane
+    query_residues = int(query_offsets[-1])
+    per_call = max(1, CELLS_PER_CALL // max(1, query_residues))  # padded target residues
+    start = 0
+    while start < len(widths):
+        stop = start + 1 + int(np.searchsorted(np.cumsum(widths[start + 1:] * LANES),
+                                               per_call - widths[start] * LANES))
+        lanes = score_batches(packed, query_offsets, matrix16, matrix32,
+                                      scheme.gap_open + scheme.gap_extend, scheme.gap_extend, codes,
+                                      offsets[start:stop], widths[start:stop],
+                                      numba.get_num_threads(), use16)
+        slots = lane_target[start * LANES:stop * LANES]
+        used = slots >= 0
+        result[:, slots[used]] = lanes[:, used]
+        if on_progress is not None:
+            residues = int(lengths[slots].sum())
+            on_progress(residues, residues * query_residues)
+        start = stop
+    return result

@@ -1,0 +1,158 @@
+"""RNA folding: plain-Python Nussinov oracle, legal structures, the traceback rule, the CLI."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpualign_plugin.cli.main import main
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.fold.api import encode_rna, fold, fold_cells
+
+PAIRS = {("A", "U"), ("U", "A"), ("G", "C"), ("C", "G"), ("G", "U"), ("U", "G")}
+
+
+def nussinov(text, min_loop):
+    """Textbook Nussinov (four cases: i unpaired, j unpaired, (i, j) paired, bifurcation)."""
+    s = text.upper().replace("T", "U")
+    n = len(s)
+    best = [[0] * (n + 1) for _ in range(n + 1)]
+    for span in range(1, n):
+        for i in range(n - span):
+            j = i + span
+            value = max(best[i + 1][j], best[i][j - 1])
+            if (s[i], s[j]) in PAIRS and j - i - 1 >= min_loop:
+                value = max(value, (best[i + 1][j - 1] if i + 1 <= j - 1 else 0) + 1)
+            for k in range(i + 1, j):
+                value = max(value, best[i][k] + best[k + 1][j])
+            best[i][j] = value
+    return best
+
+
+def traceback_by_rule(text, min_loop):
+    """The traceback written in docs/ALGORITHMS.md, over the oracle's table."""
+    s = text.upper().replace("T", "U")
+    best = nussinov(text, min_loop)
+
+    def value(i, j):
+        return best[i][j] if i < j else 0
+
+    pairs, stack = [], [(0, len(s) - 1)]
+    while stack:
+        i, j = stack.pop()
+        if i >= j or value(i, j) == 0:
+            continue
+        if (s[i], s[j]) in PAIRS and j - i - 1 >= min_loop and value(i, j) == value(i + 1, j - 1) + 1:
+            pairs.append((i, j))
+            stack.append((i + 1, j - 1))
+            continue
+        k = next(k for k in range(i, j) if value(i, k) + value(k + 1, j) == value(i, j))
+        stack += [(k + 1, j), (i, k)]
+    return tuple(sorted(pairs))
+
+
+def check_structure(result, text, min_loop):
+    s = text.upper().replace("T", "U")
+    assert len(result.structure) == len(s)
+    opened = []
+    from_brackets = []
+    for position, char in enumerate(result.structure):
+        if char == "(":
+            opened.append(position)
+        elif char == ")":
+            from_brackets.append((opened.pop(), position))
+        else:
+            assert char == "."
+    assert not opened
+    assert tuple(sorted(from_brackets)) == result.pairs
+    for i, j in result.pairs:
+        assert (s[i], s[j]) in PAIRS
+        assert j - i - 1 >= min_loop
+    assert len(result.pairs) == result.score
+
+
+def test_scores_equal_plain_python_nussinov():
+    rng = random.Random(1)
+    for case in range(150):
+        text = "".join(rng.choice("ACGUacgT") for _ in range(rng.randint(1, 40)))
+        min_loop = case % 5
+        result = fold(text, min_loop)
+        expected = nussinov(text, min_loop)
+        assert result.score == (expected[0][len(text) - 1] if len(text) > 1 else 0)
+        check_structure(result, text, min_loop)
+        assert result.pairs == traceback_by_rule(text, min_loop)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="GCU", min_size=1, max_size=30), st.integers(min_value=0, max_value=3))
+def test_many_ties_follow_the_written_traceback(text, min_loop):
+    result = fold(text, min_loop)
+    check_structure(result, text, min_loop)
+    assert result.pairs == traceback_by_rule(text, min_loop)
+
+
+def test_longer_than_several_blocks():
+    rng = random.Random(3)
+    text = "".join(rng.choice("ACGU") for _ in range(200))
+    result = fold(text, 3)
+    assert result.score == nussinov(text, 3)[0][199]
+    check_structure(result, text, 3)
+
+
+def test_min_loop_is_respected_and_zero_lets_neighbours_pair():
+    assert fold("GC", 0).structure == "()"
+    assert fold("GC", 1).structure == ".."
+    assert fold("GGGAAAUCC", 3).structure == "(((...)))"
+    assert fold("GGGAUCC", 3).score == 2
+
+
+def test_t_reads_as_u_and_case_is_ignored():
+    assert fold("ggtacc").score == fold("GGUACC").score == 3
+
+
+def test_other_characters_are_errors_with_position():
+    with pytest.raises(InputError, match=r"record 'r1': position 4: character 'N'"):
+        encode_rna("ACGNA", path="x.fa", record="r1")
+    with pytest.raises(InputError, match="min-loop"):
+        fold("ACGU", -1)
+
+
+@pytest.mark.parametrize("length", [1, 4, 63, 64, 65, 200])
+def test_progress_adds_up_to_the_split_point_count(length):
+    assert fold_cells(length) == sum(j - i for i in range(length) for j in range(i + 1, length))
+    reported = []
+    fold("GC" * (length // 2) + "A" * (length % 2), progress=reported.append)
+    assert sum(reported) == fold_cells(length)
+
+
+def test_cli_writes_rnafold_layout(tmp_path):
+    fasta = tmp_path / "in.fa"
+    fasta.write_text(">r1 some tRNA\nGGGAAAUCC\n>r2\ngggaaaucc\n")
+    out = tmp_path / "out.dbn"
+    assert main(["fold", "--input", str(fasta), "--out", str(out), "--min-loop", "3"]) == 0
+    assert out.read_text() == ">r1\nGGGAAAUCC\n(((...))) (3)\n>r2\ngggaaaucc\n(((...))) (3)\n"
+
+
+def test_cli_bad_base_exits_2_without_output(tmp_path, capsys):
+    fasta = tmp_path / "in.fa"
+    fasta.write_text(">r1\nGGGAAAUCC\n>r2\nGGGAXAUCC\n")
+    out = tmp_path / "out.dbn"
+    assert main(["fold", "--input", str(fasta), "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "in.fa: record 'r2': position 5:" in error and "\n" not in error
+    assert not out.exists()
+
+
+def test_serial_and_parallel_fills_agree():
+    import numba
+
+    rng = random.Random(8)
+    text = "".join(rng.choice("ACGU") for _ in range(400))
+    results = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        results.append(fold(text, 2))
+    assert results[0] == results[1]

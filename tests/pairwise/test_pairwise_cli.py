@@ -1,0 +1,230 @@
+"""``gpualign pairwise`` end to end: outputs, primary/secondary, backends and every kind of bad input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pysam
+import pytest
+
+from gpualign_plugin.cli.main import main
+from gpualign_plugin.io.fasta import read_fasta
+from gpualign_plugin.io.paf import read_paf
+from gpualign_plugin.model import Cigar, score_cigar
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
+from paths import DATA
+
+RNG = np.random.default_rng(7)
+
+
+def random_dna(length: int) -> str:
+    return "".join(RNG.choice(list("ACGT"), length))
+
+
+@pytest.fixture
+def genomes(tmp_path):
+    """A 3 kbp two-record reference and two contigs: one from chr1 (+), one reverse-complemented from chr2."""
+    chr1, chr2 = random_dna(1800), random_dna(1200)
+    contig1 = chr1[200:700]
+    contig2 = reverse_complement_text(chr2[300:650].lower())  # soft-masked, minus strand
+    target = tmp_path / "ref.fa"
+    target.write_text(f">chr1\n{chr1}\n>chr2\n{chr2}\n")
+    query = tmp_path / "contigs.fa"
+    query.write_text(f">contig1\n{contig1}\n>contig2\n{contig2}\n")
+    return str(query), str(target)
+
+
+def run_cli(*args):
+    return main(["pairwise", *map(str, args)])
+
+
+def test_semiglobal_placement_writes_valid_sorted_indexed_bam_and_paf(genomes, tmp_path):
+    query, target = genomes
+    bam, paf = tmp_path / "out.bam", tmp_path / "out.paf"
+    assert run_cli("-q", query, "-t", target, "--mode", "semiglobal", "--out", bam, "--out", paf,
+                   "--backend", "cpu") == 0
+    assert subprocess.run(["samtools", "quickcheck", str(bam)]).returncode == 0
+    assert os.path.exists(str(bam) + ".bai")
+    with pysam.AlignmentFile(str(bam)) as handle:
+        assert handle.header["HD"]["SO"] == "coordinate"
+        assert [sq["SN"] for sq in handle.header["SQ"]] == ["chr1", "chr2"]
+        assert "gpualign" in handle.header["PG"][0]["CL"]
+        primaries = {r.query_name: r for r in handle if not r.is_secondary}
+    assert primaries["contig1"].reference_name == "chr1" and primaries["contig1"].reference_start == 200
+    assert not primaries["contig1"].is_reverse and primaries["contig1"].get_tag("NM") == 0
+    assert primaries["contig2"].reference_name == "chr2" and primaries["contig2"].reference_start == 300
+    assert primaries["contig2"].is_reverse and primaries["contig2"].mapping_quality == 60
+    rows = {(r["qname"], r["strand"]): r for r in read_paf(str(paf)) if r["tp"] == "P"}
+    assert rows[("contig2", "-")]["tstart"] == 300 and rows[("contig2", "-")]["tend"] == 650
+
+
+def test_every_reported_alignment_rescores_to_its_score(genomes, tmp_path):
+    query, target = genomes
+    paf = tmp_path / "out.paf"
+    assert run_cli("-q", query, "-t", target, "--out", paf, "--backend", "cpu", "--min-score", "20") == 0
+    scheme = ScoringScheme.dna()
+    queries = {s.id: s for s in read_fasta(query, scheme)}
+    targets = {s.id: s for s in read_fasta(target, scheme)}
+    rows = read_paf(str(paf))
+    assert rows
+    from gpualign_plugin.scoring import reverse_complement_codes
+
+    for row in rows:
+        q = queries[row["qname"]].codes[row["qstart"]:row["qend"]]
+        if row["strand"] == "-":
+            q = reverse_complement_codes(q)
+        t = targets[row["tname"]].codes[row["tstart"]:row["tend"]]
+        assert score_cigar(Cigar.from_string(row["cg"]), q, t, scheme) == row["AS"]
+        assert row["AS"] >= 20
+
+
+def test_text_and_sam_outputs_and_pairs_file(genomes, tmp_path):
+    query, target = genomes
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("# only contig1 on chr1\ncontig1 chr1\n")
+    sam, txt = tmp_path / "out.sam", tmp_path / "out.txt"
+    assert run_cli("-q", query, "-t", target, "--pairs", pairs, "--strand", "plus", "--out", sam,
+                   "--out", txt, "--backend", "cpu") == 0
+    with pysam.AlignmentFile(str(sam)) as handle:
+        records = list(handle)
+    assert [(r.query_name, r.reference_name) for r in records] == [("contig1", "chr1")]
+    assert "contig1" in txt.read_text() and "Score" in txt.read_text()
+
+
+def test_protein_local_alignment_with_a_named_matrix(tmp_path, data_dir):
+    globins = os.path.join(DATA, "globins.fasta")
+    out = tmp_path / "g.paf"
+    assert run_cli("-q", globins, "-t", globins, "--matrix", "BLOSUM62", "--strand", "plus",
+                   "--out", out, "--backend", "cpu") == 0
+    rows = read_paf(str(out))
+    self_hits = [r for r in rows if r["qname"] == r["tname"]]
+    assert self_hits and all(r["tp"] == "P" and r["nmatch"] == r["qlen"] for r in self_hits)
+
+
+def test_gpu_backend_without_a_gpu_exits_2_with_one_line(genomes, tmp_path, capsys):
+    from gpualign_plugin.runtime.gpu import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    query, target = genomes
+    out = tmp_path / "x.bam"
+    assert run_cli("-q", query, "-t", target, "--out", out, "--backend", "gpu") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--backend gpu" in err[0]
+    assert not out.exists()
+
+
+def test_auto_backend_falls_back_to_the_cpu_and_says_so(genomes, tmp_path, caplog):
+    from gpualign_plugin.runtime.gpu import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    query, target = genomes
+    caplog.set_level("INFO", logger="gpualign")
+    assert run_cli("-q", query, "-t", target, "--out", tmp_path / "x.paf", "--backend", "auto") == 0
+    assert any("running on the CPU" in r.message for r in caplog.records)
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, ["no such file"]),
+    (b"\x1f\x8b\x08\x00binary\xff\xfe\n", ["not a UTF-8 text file"]),
+    (b"contig1 chr1 extra\n", ["line 1", "expected two ids"]),
+    (b"contig1 nowhere\n", ["line 1", "target id 'nowhere'"]),
+], ids=["missing", "binary", "three_words", "unknown_target"])
+def test_bad_pairs_file_gives_one_line_exit_2(genomes, tmp_path, capsys, content, words):
+    query, target = genomes
+    pairs = tmp_path / "pairs.txt"
+    if content is not None:
+        pairs.write_bytes(content)
+    status = main(["pairwise", "-q", str(query), "-t", str(target), "--pairs", str(pairs),
+                   "--out", str(tmp_path / "x.paf"), "--backend", "cpu"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and str(pairs) in err[0]
+    for word in words:
+        assert word in err[0]
+    assert not (tmp_path / "x.paf").exists()
+
+
+def test_stats_file_records_engine_cells_and_gcups(genomes, tmp_path):
+    import json
+
+    query, target = genomes
+    stats = tmp_path / "stats.json"
+    assert run_cli("-q", query, "-t", target, "--out", tmp_path / "x.paf", "--backend", "cpu",
+                   "--stats", stats) == 0
+    data = json.loads(stats.read_text())
+    assert data["engine"] == "cpu" and data["cells"] == (500 + 350) * 3000 * 2 and data["gcups"] > 0
+
+
+BAD_INPUTS = [
+    # (name, query text or None for missing, extra args, words expected in the one-line error)
+    ("missing", None, [], ["no such file"]),
+    ("empty", "", [], ["file is empty"]),
+    ("blank", "\n\n", [], ["file is empty"]),
+    ("not_fasta", "hello world\n", [], ["not a FASTA file", "line 1"]),
+    ("no_records", ";only a comment\n", [], ["no FASTA records"]),
+    ("empty_sequence", ">a\nACGT\n>b\n", [], ["record 'b'", "empty sequence"]),
+    ("bad_character", ">a\nACGT\n>b\nACG!T\n", [], ["record 'b'", "position 4", "'!'"]),
+    ("protein_for_dna", ">p\nMKVLHEEQRSTW\n", [], ["record 'p'", "position 4", "protein"]),
+    ("dna_for_protein", ">d\nACGTACGTACGTACGTAAC\n", ["--matrix", "BLOSUM62", "--strand", "plus"],
+     ["record 'd'", "nucleotides"]),
+    ("duplicate", ">a\nACGT\n>a\nACGT\n", [], ["record 'a'", "duplicate"]),
+    ("bad_gap_open", ">a\nACGT\n", ["--gap-open", "-2"], ["--gap-open"]),
+    ("bad_gap_extend", ">a\nACGT\n", ["--gap-extend", "0"], ["--gap-extend"]),
+    ("bad_extension", ">a\nACGT\n", ["--out", "{tmp}/x.xyz"], ["output format"]),
+    ("unwritable", ">a\nACGT\n", ["--out", "{tmp}/no/such/dir/x.bam"], ["output directory does not exist"]),
+    ("unwritable_stats", ">a\nACGT\n", ["--stats", "{tmp}/no/such/dir/s.json"],
+     ["s.json", "output directory does not exist"]),
+    ("protein_both_strands", ">p\nMKVLHEEQRSTW\n", ["--matrix", "BLOSUM62", "--strand", "both"], ["--strand both"]),
+]
+
+
+@pytest.mark.parametrize("name, text, extra, words", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_gives_one_line_exit_2_and_no_output(tmp_path, capsys, name, text, extra, words):
+    target = tmp_path / "t.fa"
+    protein = "--matrix" in extra
+    target.write_text(">t\nMKVLHEEQRSTWACDEFG\n" if protein else ">t\nACGTACGTAAACCCGGGTTT\n")
+    query = tmp_path / "q.fa"
+    if text is not None:
+        query.write_text(text)
+    extra = [e.replace("{tmp}", str(tmp_path)) for e in extra]
+    out = [] if "--out" in extra else ["--out", str(tmp_path / "out.bam")]
+    status = main(["pairwise", "-q", str(query), "-t", str(target), *out, *extra, "--backend", "cpu"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert len(err) == 1 and err[0].startswith("gpualign: error:")
+    for word in words:
+        assert word in err[0]
+    if text is not None and name not in ("bad_gap_open", "bad_gap_extend", "bad_extension", "unwritable",
+                                         "unwritable_stats", "protein_both_strands"):
+        assert str(query) in err[0]
+    assert sorted(os.listdir(tmp_path)) == sorted(["q.fa", "t.fa"] if text is not None else ["t.fa"])
+
+
+def test_a_failure_while_writing_leaves_no_output(genomes, tmp_path, monkeypatch):
+    import gpualign_plugin.io.paf as paf_module
+
+    query, target = genomes
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(paf_module, "write_paf", broken)
+    bam = tmp_path / "ok.bam"
+    with pytest.raises(RuntimeError):
+        run_cli("-q", query, "-t", target, "--out", bam, "--out", tmp_path / "x.paf", "--backend", "cpu")
+    assert not (tmp_path / "x.paf").exists() and not bam.exists()
+    assert not [p for p in os.listdir(tmp_path) if ".part" in p or ".bai" in p]
+
+
+def test_console_script_help_and_version():
+    exe = shutil.which("gpualign")
+    command = [exe] if exe else [sys.executable, "-m", "gpualign_plugin.cli.main"]
+    version = subprocess.run(command + ["--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("gpualign ")
+    helptext = subprocess.run(command + ["pairwise", "--help"], capture_output=True, text=True).stdout
+    assert "examples:" in helptext and "--mode" in helptext and "--backend" in helptext

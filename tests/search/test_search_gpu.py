@@ -1,0 +1,205 @@
+"""The GPU search score pass against the CPU one: identical score matrices, hits and output files.
+
+Every test here needs a GPU (marker ``gpu``; conftest.py skips them elsewhere).
+Random protein and DNA sets cover empty and one-residue sequences, query lengths
+around the register block (32 rows) and the profile tile (128 rows), target counts
+that are not multiples of the 64-lane batch, targets up to 3,000 residues, scores
+near 0, tie-heavy two-letter sequences and scores beyond 16 bits. Small
+``pair_cells`` send long items to the long-pair engine (intra-task), a tiny
+``memory_budget`` leaves one persistent block that takes every item in turn.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+from gpualign_plugin.cli.main import main
+from gpualign_plugin.io.fasta import read_fasta
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
+from gpualign_plugin.search.api import score_database, search
+from paths import DATA, REPO as ROOT
+
+pytestmark = pytest.mark.gpu
+
+PROTEIN = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
+DNA = ScoringScheme.dna()
+
+
+
+def gpu_scores(queries, targets, scheme, **options):
+    from gpualign_plugin.search import gpu as gpu_search
+
+    return gpu_search.score_database(queries, targets, scheme, **options)
+
+
+def assert_same_scores(queries, targets, scheme, variants=({}, {"pair_cells": 2_000})):
+    """GPU scores equal the CPU's, with the default routing and with each option set in ``variants``."""
+    expected = score_database(queries, targets, scheme)
+    for options in variants:
+        got = gpu_scores(queries, targets, scheme, **options)
+        assert got.dtype == np.int32 and got.shape == expected.shape
+        mismatches = np.argwhere(got != expected)
+        assert len(mismatches) == 0, (options, mismatches[:5].tolist(),
+                                      [(int(got[q, t]), int(expected[q, t])) for q, t in mismatches[:5]])
+    return expected
+
+
+def few_blocks(targets) -> dict:
+    """A memory budget with room for only one or two persistent blocks' scratch slots."""
+    return {"memory_budget": int(1.2 * 8 * 64 * max(map(len, targets))) + 1_000_000}
+
+
+def random_codes(rng, letters, lengths):
+    return [rng.integers(0, letters, n).astype(np.uint8) for n in lengths]
+
+
+def test_search_fixture_scores_equal_cpu():
+    queries = read_fasta(os.path.join(DATA, "search_queries.fa"), PROTEIN)
+    db = read_fasta(os.path.join(DATA, "search_db.fa"), PROTEIN)
+    targets = [t.codes for t in db]
+    assert_same_scores([q.codes for q in queries], targets, PROTEIN,
+                       ({}, {"pair_cells": 5_000}, few_blocks(targets)))
+
+
+def test_random_proteins_up_to_3000_residues_equal_cpu():
+    rng = np.random.default_rng(17)
+    query_lengths = [0, 1, 7, 8, 9, 31, 32, 33, 127, 128, 129, 300, 777]
+    target_lengths = np.concatenate([[0, 1, 2, 63, 64, 65], rng.integers(0, 400, 180),
+                                     rng.integers(1000, 3001, 17)])  # 203 targets: 4 batches, last partial
+    queries = random_codes(rng, 20, query_lengths)
+    targets = random_codes(rng, 20, rng.permutation(target_lengths))
+    expected = assert_same_scores(queries, targets, PROTEIN,
+                                  ({}, {"pair_cells": 100_000}, few_blocks(targets)))
+    assert (expected[0] == 0).all() and (expected[1:] > 0).any()
+
+
+def test_dna_both_strands_and_scores_near_zero_equal_cpu():
+    rng = np.random.default_rng(5)
+    queries = random_codes(rng, 4, [1, 5, 33, 150, 500])
+    oriented = [c for q in queries for c in (q, reverse_complement_codes(q))]
+    targets = random_codes(rng, 4, rng.integers(0, 1200, 130))
+    for scheme in (DNA, ScoringScheme.dna(1, -4, 6, 3)):  # the second: most scores 0, 1 or 2
+        assert_same_scores(oriented, targets, scheme)
+
+
+def test_tie_heavy_two_letter_sequences_equal_cpu():
+    rng = np.random.default_rng(29)
+    for scheme in (DNA, ScoringScheme.dna(1, -1, 0, 1), PROTEIN):
+        queries = random_codes(rng, 2, [3, 16, 64, 200, 650])
+        targets = random_codes(rng, 2, rng.integers(0, 900, 97))
+        assert_same_scores(queries, targets, scheme, ({}, {"pair_cells": 1_000}))
+
+
+def test_scores_beyond_16_bits_and_large_matrices_equal_cpu():
+    rng = np.random.default_rng(8)
+    long = rng.integers(0, 4, 3400).astype(np.uint8)
+    targets = [long, long[:1000]] + random_codes(rng, 4, rng.integers(0, 500, 70))
+    # match 10: scores above 32,767; 1500/-2000: substitution scores outside int8, so every item
+    # stays inter-task whatever pair_cells says.
+    for scheme in (ScoringScheme.dna(10, -10, 5, 2), ScoringScheme.dna(1500, -2000, 900, 300)):
+        expected = assert_same_scores([long[:3300], long[500:900]], targets, scheme)
+    assert expected[0, 0] == 3300 * 1500
+
+
+def test_progress_reports_every_residue_once_and_the_cells():
+    rng = np.random.default_rng(2)
+    queries = random_codes(rng, 20, [0, 50, 400])
+    targets = random_codes(rng, 20, rng.integers(0, 2000, 150))
+    for options in ({}, {"pair_cells": 20_000}):
+        reports = []
+        gpu_scores(queries, targets, PROTEIN, on_progress=lambda r, c: reports.append((r, c)), **options)
+        assert sum(r for r, _ in reports) == sum(map(len, targets))
+        assert sum(c for _, c in reports) == sum(map(len, targets)) * sum(map(len, queries))
+
+
+def test_whole_search_equals_cpu_on_the_fixture():
+    queries = read_fasta(os.path.join(DATA, "search_queries.fa"), PROTEIN)
+    db = read_fasta(os.path.join(DATA, "search_db.fa"), PROTEIN)
+    db = db + [PROTEIN.encode(f"copy_of_{t.id}", t.text) for t in db[:10]]  # forced ties
+    runs = [search(queries, enumerate(db), PROTEIN, 12345, len(db), top=8, chunk_residues=chunk,
+                   backend=backend) for backend, chunk in (("cpu", 10**9), ("gpu", 10**9), ("gpu", 900))]
+    assert runs[0].hits and runs[1].hits == runs[0].hits and runs[2].hits == runs[0].hits
+    assert [h.alignment.cigar for h in runs[1].hits] == [h.alignment.cigar for h in runs[0].hits]
+
+
+def test_whole_dna_search_both_strands_equals_cpu():
+    rng = np.random.default_rng(12)
+    targets = ["".join(rng.choice(list("ACGT"), n)) for n in rng.integers(20, 400, 70)]
+    queries = [DNA.encode(f"q{k}", targets[k * 7][5:60]) for k in range(5)]
+    db = [DNA.encode(f"t{k}", t) for k, t in enumerate(targets)]
+    cpu, gpu = (search(queries, enumerate(db), DNA, 10**6, len(db), top=5, strands="both", backend=b)
+                for b in ("cpu", "gpu"))
+    assert cpu.hits and gpu.hits == cpu.hits
+
+
+def test_cli_gpu_outputs_equal_cpu_byte_for_byte(tmp_path):
+    query = os.path.join(ROOT, "resources", "proteins", "queries.fa")
+    db = os.path.join(ROOT, "resources", "proteins", "database.fa")
+    for backend in ("cpu", "gpu"):
+        assert main(["search", "-q", query, "-d", db, "--backend", backend,
+                     "--out-blast", str(tmp_path / f"{backend}.m8"),
+                     "--out-tsv", str(tmp_path / f"{backend}.tsv"),
+                     "--out-sam", str(tmp_path / f"{backend}.sam"),
+                     "--stats", str(tmp_path / f"{backend}.json")]) == 0
+    for suffix in ("m8", "tsv"):
+        assert (tmp_path / f"cpu.{suffix}").read_bytes() == (tmp_path / f"gpu.{suffix}").read_bytes()
+
+    def body(path):
+        return [line for line in path.read_text().splitlines() if not line.startswith("@PG")]
+
+    assert body(tmp_path / "cpu.sam") == body(tmp_path / "gpu.sam")
+    import json
+
+    stats = json.loads((tmp_path / "gpu.json").read_text())
+    assert stats["engine"] == "gpu" and stats["peak_gpu_memory_bytes"] > 0
+    assert stats["cells"] == json.loads((tmp_path / "cpu.json").read_text())["cells"]
+
+
+def _example_data() -> str | None:
+    """Folder holding the MMseqs2 example query and database files, or None."""
+    candidates = [os.environ.get("GPUALIGN_SEARCH_DATA", ""), os.path.join(ROOT, ".benchdata"),
+                  os.path.join(ROOT, "shared", "data"),
+                  os.path.join(ROOT, "..", "shared", "data"), "/work/shared/data"]
+    for folder in candidates:
+        if folder and os.path.exists(os.path.join(folder, "mmseqs_example_db.fasta.gz")):
+            return folder
+    return None
+
+
+def _read_gz(path: str, scheme: ScoringScheme):
+    with gzip.open(path, "rt") as handle:
+        text = handle.read()
+    records = []
+    for block in text.split(">")[1:]:
+        header, _, body = block.partition("\n")
+        records.append(scheme.encode(header.split()[0], body.replace("\n", "")))
+    return records
+
+
+def test_example_database_slice_equals_cpu():
+    # 53 queries (the first 50 and the 3 longest, up to 4,291 aa) x 2,030 targets (the first
+    # 2,000 and the 30 longest, up to 8,081 aa): the benchmark's batches and its longest lanes,
+    # all inter-task with the default settings, then with pairs above 4 M cells intra-task.
+    folder = _example_data()
+    if folder is None:
+        pytest.skip("MMseqs2 example data not found (set GPUALIGN_SEARCH_DATA)")
+    queries = _read_gz(os.path.join(folder, "mmseqs_example_query.fasta.gz"), PROTEIN)
+    db = _read_gz(os.path.join(folder, "mmseqs_example_db.fasta.gz"), PROTEIN)
+    longest_queries = sorted(range(len(queries)), key=lambda k: -len(queries[k]))[:3]
+    longest_targets = sorted(range(len(db)), key=lambda k: -len(db[k]))[:30]
+    q = [queries[k].codes for k in range(50)] + [queries[k].codes for k in longest_queries]
+    t = [db[k].codes for k in range(2000)] + [db[k].codes for k in longest_targets]
+    assert_same_scores(q, t, PROTEIN, ({}, {"pair_cells": 1 << 22}))
+
+
+def test_a_budget_below_one_block_is_a_memory_error_with_numbers():
+    from gpualign_plugin.runtime.kernels import GpuMemoryError
+
+    rng = np.random.default_rng(1)
+    with pytest.raises(GpuMemoryError, match=r"needs [0-9.]+ MiB .* budget is [0-9.]+ MiB"):
+        gpu_scores(random_codes(rng, 20, [50]), random_codes(rng, 20, [400] * 10), PROTEIN,
+                   memory_budget=10_000)
