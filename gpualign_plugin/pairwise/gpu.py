@@ -39,10 +39,9 @@ import numpy as np
 from numba import njit
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.gotoh import STATE_H, boundary_step, direction_step
-from gpualign_plugin.model import Cigar
+from gpualign_plugin.gotoh import STATE_H, boundary_step, cigar_from_ops, direction_step
+from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
 from gpualign_plugin.pairwise import cpu
-from gpualign_plugin.pairwise.cpu import PairAlignment, PairScore
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
 from gpualign_plugin.scoring import NEG_INF, ScoringScheme
@@ -358,11 +357,11 @@ def _align(query_codes, target_codes, scheme, mode, device, memory_budget, check
                            rows_per_lane=rows,
                            checkpoint_bytes=int(row_ckpt.nbytes + col_ckpt.nbytes))
         if sweep.local and end.score <= 0:
-            return PairAlignment(0, 0, 0, 0, 0, Cigar(()))
+            return NO_PAIR_ALIGNMENT
         start_i, start_j, ops = _chunked_traceback(sweep, end.query_end, end.target_end, every,
                                                    window, row_ckpt, col_ckpt, profile)
         return PairAlignment(end.score, start_i, end.query_end, start_j, end.target_end,
-                             cpu._cigar(ops))
+                             cigar_from_ops(ops))
 
 
 CHUNK_ROWS_PER_LANE = 2

@@ -20,6 +20,7 @@ from test_pairwise_cpu import (DNA_SCHEMES, SCHEMES, check_alignment, random_cas
 from gpualign_plugin.cli.bench import related_pair
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import score_cigar
+from gpualign_plugin.pairwise import api as pairwise_api
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.scoring import ScoringScheme
@@ -105,8 +106,8 @@ def test_both_strands_through_align_sequences(mode):
         query = scheme.encode(f"q{k}", q_text)
         target = scheme.encode(f"t{k}", t_text)
         for strand in "+-":
-            on_cpu = cpu.align_sequences(query, target, scheme, mode, strand, backend="cpu")
-            on_gpu = cpu.align_sequences(query, target, scheme, mode, strand, backend="gpu")
+            on_cpu = pairwise_api.align_sequences(query, target, scheme, mode, strand, backend="cpu")
+            on_gpu = pairwise_api.align_sequences(query, target, scheme, mode, strand, backend="gpu")
             assert on_gpu == on_cpu
 
 
