@@ -121,6 +121,13 @@ class Alignment:
         :func:`gpualign_plugin.pairwise.placement.place`).
     mapq : int
         Mapping quality (0-60; never 255).
+    is_supplementary : bool
+        Another part of the same query placed elsewhere (a chimeric or rearranged
+        query: SAM flag 0x800, PAF ``tp:A:I``); its query interval does not overlap
+        the primary's beyond the placement rule's allowance.
+    evalue, bit_score : float or None
+        Karlin-Altschul E-value and bit score of a local alignment, where the
+        caller computed them (``None`` otherwise).
     """
 
     query_id: str
@@ -137,6 +144,9 @@ class Alignment:
     mode: str = "local"
     is_primary: bool = True
     mapq: int = 60
+    is_supplementary: bool = False
+    evalue: float | None = None
+    bit_score: float | None = None
     extra: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
