@@ -14,7 +14,6 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-
 validate(config, schema="../schemas/config.schema.yaml")
 
 
@@ -26,41 +25,67 @@ def _check_config():
     names = [genome["name"] for genome in config["genomes"]]
     for index, name in enumerate(names):
         if names.index(name) != index:
-            _config_error(f"genomes[{index}].name", f"genome name {name!r} is used twice")
-    references = [genome for genome in config["genomes"] if genome["role"] == "reference"]
+            _config_error(
+                f"genomes[{index}].name", f"genome name {name!r} is used twice"
+            )
+    references = [
+        genome for genome in config["genomes"] if genome["role"] == "reference"
+    ]
     if len(references) != 1:
-        _config_error("genomes", f"exactly one genome must have role 'reference', found {len(references)}")
+        _config_error(
+            "genomes",
+            f"exactly one genome must have role 'reference', found {len(references)}",
+        )
     needs_queries = config["analyses"]["pairwise"] or config["analyses"]["syntenic"]
     if needs_queries and len(names) < 2:
-        _config_error("genomes", "pairwise and syntenic analyses need at least one query genome")
-    paths = [(f"genomes[{index}].fasta", genome["fasta"])
-             for index, genome in enumerate(config["genomes"])]
+        _config_error(
+            "genomes", "pairwise and syntenic analyses need at least one query genome"
+        )
+    paths = [
+        (f"genomes[{index}].fasta", genome["fasta"])
+        for index, genome in enumerate(config["genomes"])
+    ]
     if config["analyses"]["search"]:
         if "search" not in config:
-            _config_error("search", "analyses.search is on but there is no search section")
-        paths += [("search.queries", config["search"]["queries"]),
-                  ("search.database", config["search"]["database"])]
+            _config_error(
+                "search", "analyses.search is on but there is no search section"
+            )
+        paths += [
+            ("search.queries", config["search"]["queries"]),
+            ("search.database", config["search"]["database"]),
+        ]
     if config["analyses"]["three_way"]:
         three_way = config["three_way"]
         if ("explicit" in three_way) == ("best_hits" in three_way):
             _config_error("three_way", "give exactly one of 'explicit' and 'best_hits'")
         if "explicit" in three_way:
-            paths += [("three_way.explicit.sequences", three_way["explicit"]["sequences"]),
-                      ("three_way.explicit.triplets", three_way["explicit"]["triplets"])]
+            paths += [
+                ("three_way.explicit.sequences", three_way["explicit"]["sequences"]),
+                ("three_way.explicit.triplets", three_way["explicit"]["triplets"]),
+            ]
         else:
-            paths += [("three_way.best_hits.queries", three_way["best_hits"]["queries"])]
-            paths += [(f"three_way.best_hits.sets[{index}]", path)
-                      for index, path in enumerate(three_way["best_hits"]["sets"])]
+            paths += [
+                ("three_way.best_hits.queries", three_way["best_hits"]["queries"])
+            ]
+            paths += [
+                (f"three_way.best_hits.sets[{index}]", path)
+                for index, path in enumerate(three_way["best_hits"]["sets"])
+            ]
     for key, path in paths:
         if not os.path.isfile(path):
-            _config_error(key, f"file not found: {path} (relative paths are read from "
-                               f"{os.getcwd()})")
+            _config_error(
+                key,
+                f"file not found: {path} (relative paths are read from "
+                f"{os.getcwd()})",
+            )
 
 
 _check_config()
 
 GENOMES = {genome["name"]: genome for genome in config["genomes"]}
-REFERENCE = next(name for name, genome in GENOMES.items() if genome["role"] == "reference")
+REFERENCE = next(
+    name for name, genome in GENOMES.items() if genome["role"] == "reference"
+)
 QUERIES = [name for name, genome in GENOMES.items() if genome["role"] == "query"]
 
 # A job asks the scheduler for a GPU unless the config pins the CPU. Under SLURM this
@@ -68,13 +93,18 @@ QUERIES = [name for name, genome in GENOMES.items() if genome["role"] == "query"
 GPU_PER_JOB = 0 if config["backend"] == "cpu" else 1
 
 # `gpualign` as installed by pip; from a bare checkout, the same interpreter as Snakemake.
-GPUALIGN = "gpualign" if shutil.which("gpualign") else f"{shlex.quote(sys.executable)} -m gpualign_plugin.cli.main"
+GPUALIGN = (
+    "gpualign"
+    if shutil.which("gpualign")
+    else f"{shlex.quote(sys.executable)} -m gpualign_plugin.cli.main"
+)
 
 # Locally, with several GPUs, each alignment job takes a free device through a lock file
 # (see workflow/scripts/gpu-slot.sh); `--resources gpu=N` keeps at most N such jobs running.
 GPU_SLOT = "bash {} {} results/.gpu-slots".format(
     shlex.quote(str(workflow.source_path("../scripts/gpu-slot.sh"))),
-    config["local_gpus"] if GPU_PER_JOB else 0)
+    config["local_gpus"] if GPU_PER_JOB else 0,
+)
 
 
 wildcard_constraints:
@@ -157,7 +187,9 @@ def triplet_fasta_options(sequences):
     files = [shlex.quote(path) for path in sequences]
     if "explicit" in config["three_way"]:
         return " ".join(files)
-    return " ".join(f"{name}={path}" for name, path in zip(("query", "set1", "set2"), files))
+    return " ".join(
+        f"{name}={path}" for name, path in zip(("query", "set1", "set2"), files)
+    )
 
 
 def triplet_batches():
@@ -172,13 +204,18 @@ def alignment_stats(wildcards):
     analyses = config["analyses"]
     if analyses["pairwise"]:
         for genome in QUERIES:
-            stats += expand("results/stats/pairwise/{genome}.{shard}.json", genome=genome,
-                            shard=pairwise_shards(genome))
+            stats += expand(
+                "results/stats/pairwise/{genome}.{shard}.json",
+                genome=genome,
+                shard=pairwise_shards(genome),
+            )
     if analyses["syntenic"]:
         stats += expand("results/stats/syntenic/{genome}.json", genome=QUERIES)
     if analyses["search"]:
-        stats += expand("results/stats/search/{shard}.json",
-                        shard=shard_names(config["search"]["shards"]))
+        stats += expand(
+            "results/stats/search/{shard}.json",
+            shard=shard_names(config["search"]["shards"]),
+        )
     if analyses["three_way"]:
         stats += expand("results/stats/three_way/{batch}.json", batch=triplet_batches())
         if "best_hits" in config["three_way"]:
@@ -201,12 +238,22 @@ def all_outputs():
     outputs = []
     analyses = config["analyses"]
     if analyses["pairwise"]:
-        outputs += expand("results/pairwise/{genome}.{ext}", genome=QUERIES,
-                          ext=["bam", "paf"])
+        outputs += expand(
+            "results/pairwise/{genome}.{ext}", genome=QUERIES, ext=["bam", "paf"]
+        )
     if analyses["syntenic"]:
-        outputs += expand("results/syntenic/{genome}/{genome}.{ext}", genome=QUERIES,
-                          ext=["blocks.tsv", "query.bed", "target.bed", "paf", "genome.dotplot.png",
-                               "summary.txt"])
+        outputs += expand(
+            "results/syntenic/{genome}/{genome}.{ext}",
+            genome=QUERIES,
+            ext=[
+                "blocks.tsv",
+                "query.bed",
+                "target.bed",
+                "paf",
+                "genome.dotplot.png",
+                "summary.txt",
+            ],
+        )
     if analyses["search"]:
         outputs += ["results/search/hits.tsv", "results/search/hits.sam"]
     if analyses["three_way"]:

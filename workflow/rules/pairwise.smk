@@ -7,18 +7,18 @@ checkpoint split_genome:
         fasta=lambda wildcards: genome_fasta(wildcards.genome),
     output:
         directory("results/split/{genome}"),
-    params:
-        gpualign=GPUALIGN,
-        parts=config["pairwise"]["shards"],
     log:
         "logs/split/{genome}.log",
     benchmark:
         "benchmarks/split/{genome}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
     threads: 1
     resources:
         mem_mb=500,
-    conda:
-        "../envs/gpualign.yaml"
+    params:
+        gpualign=GPUALIGN,
+        parts=config["pairwise"]["shards"],
     shell:
         "{params.gpualign} split --fasta {input.fasta:q} --parts {params.parts} --out-dir {output:q} "
         "2> {log:q}"
@@ -32,6 +32,16 @@ rule pairwise_shard:
         bam=temp("results/pairwise/{genome}/shards/{shard}.bam"),
         paf=temp("results/pairwise/{genome}/shards/{shard}.paf"),
         stats="results/stats/pairwise/{genome}.{shard}.json",
+    log:
+        "logs/pairwise/{genome}.{shard}.log",
+    benchmark:
+        "benchmarks/pairwise/{genome}.{shard}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
+    threads: config["threads"]
+    resources:
+        mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
     params:
         gpualign=GPUALIGN,
         gpu_slot=GPU_SLOT,
@@ -40,16 +50,6 @@ rule pairwise_shard:
         strand=config["pairwise"]["strand"],
         min_score=config["pairwise"]["min_score"],
         scoring=scoring_options("pairwise"),
-    log:
-        "logs/pairwise/{genome}.{shard}.log",
-    benchmark:
-        "benchmarks/pairwise/{genome}.{shard}.tsv"
-    threads: config["threads"]
-    resources:
-        mem_mb=config["mem_mb"],
-        gpu=GPU_PER_JOB,
-    conda:
-        "../envs/gpualign.yaml"
     shell:
         "{params.gpu_slot} {params.gpualign} pairwise --query {input.query:q} --target {input.reference:q} "
         "--out {output.bam:q} --out {output.paf:q} --mode {params.mode} --strand {params.strand} "
@@ -59,26 +59,32 @@ rule pairwise_shard:
 
 rule merge_pairwise:
     input:
-        bams=lambda wildcards: expand("results/pairwise/{genome}/shards/{shard}.bam",
-                                      genome=wildcards.genome, shard=pairwise_shards(wildcards.genome)),
-        pafs=lambda wildcards: expand("results/pairwise/{genome}/shards/{shard}.paf",
-                                      genome=wildcards.genome, shard=pairwise_shards(wildcards.genome)),
+        bams=lambda wildcards: expand(
+            "results/pairwise/{genome}/shards/{shard}.bam",
+            genome=wildcards.genome,
+            shard=pairwise_shards(wildcards.genome),
+        ),
+        pafs=lambda wildcards: expand(
+            "results/pairwise/{genome}/shards/{shard}.paf",
+            genome=wildcards.genome,
+            shard=pairwise_shards(wildcards.genome),
+        ),
     output:
         bam="results/pairwise/{genome}.bam",
         # Listed after the BAM: Snakemake touches outputs in order, so the index stays newer.
         index=f"results/pairwise/{{genome}}.bam.{bam_index_extension()}",
         paf="results/pairwise/{genome}.paf",
-    params:
-        gpualign=GPUALIGN,
     log:
         "logs/merge_pairwise/{genome}.log",
     benchmark:
         "benchmarks/merge_pairwise/{genome}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
     threads: 1
     resources:
         mem_mb=1000,
-    conda:
-        "../envs/gpualign.yaml"
+    params:
+        gpualign=GPUALIGN,
     shell:
         "{params.gpualign} merge-alignments --bam {input.bams:q} --paf {input.pafs:q} "
         "--out-bam {output.bam:q} --out-paf {output.paf:q} 2> {log:q}"

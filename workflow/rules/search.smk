@@ -14,6 +14,16 @@ rule search_shard:
     output:
         hits=temp("results/search/shards/{shard}.hits"),
         stats="results/stats/search/{shard}.json",
+    log:
+        "logs/search/{shard}.log",
+    benchmark:
+        "benchmarks/search/{shard}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
+    threads: config["threads"]
+    resources:
+        mem_mb=config["mem_mb"],
+        gpu=GPU_PER_JOB,
     params:
         gpualign=GPUALIGN,
         gpu_slot=GPU_SLOT,
@@ -21,16 +31,6 @@ rule search_shard:
         shards=SEARCH["shards"],
         top=SEARCH["top"],
         scoring=scoring_options("search"),
-    log:
-        "logs/search/{shard}.log",
-    benchmark:
-        "benchmarks/search/{shard}.tsv"
-    threads: config["threads"]
-    resources:
-        mem_mb=config["mem_mb"],
-        gpu=GPU_PER_JOB,
-    conda:
-        "../envs/gpualign.yaml"
     shell:
         "{params.gpu_slot} {params.gpualign} search --query {input.queries:q} "
         "--db {input.database:q} --out-hits {output.hits:q} --top {params.top} --shards {params.shards} "
@@ -42,24 +42,25 @@ rule merge_search:
     input:
         queries=SEARCH["queries"],
         database=SEARCH["database"],
-        hits=expand("results/search/shards/{shard}.hits",
-                    shard=shard_names(SEARCH["shards"])),
+        hits=expand(
+            "results/search/shards/{shard}.hits", shard=shard_names(SEARCH["shards"])
+        ),
     output:
         blast="results/search/hits.tsv",
         table="results/search/hits.table.tsv",
         sam="results/search/hits.sam",
-    params:
-        gpualign=GPUALIGN,
-        scoring=scoring_options("search"),
     log:
         "logs/merge_search.log",
     benchmark:
         "benchmarks/merge_search.tsv"
+    conda:
+        "../envs/gpualign.yaml"
     threads: 1
     resources:
         mem_mb=1000,
-    conda:
-        "../envs/gpualign.yaml"
+    params:
+        gpualign=GPUALIGN,
+        scoring=scoring_options("search"),
     shell:
         "{params.gpualign} merge-hits --query {input.queries:q} --db {input.database:q} "
         "--out-blast {output.blast:q} --out-tsv {output.table:q} --out-sam {output.sam:q} "

@@ -9,17 +9,17 @@ rule syntenic_pairs:
         paf="results/pairwise/{genome}.paf",
     output:
         pairs="results/syntenic/{genome}/{genome}.pairs.txt",
-    params:
-        gpualign=GPUALIGN,
     log:
         "logs/syntenic_pairs/{genome}.log",
     benchmark:
         "benchmarks/syntenic_pairs/{genome}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
     threads: 1
     resources:
         mem_mb=500,
-    conda:
-        "../envs/gpualign.yaml"
+    params:
+        gpualign=GPUALIGN,
     shell:
         "{params.gpualign} best-pairs --paf {input.paf:q} --out {output.pairs:q} 2> {log:q}"
 
@@ -30,32 +30,41 @@ rule syntenic:
         reference=genome_fasta(REFERENCE),
         pairs=syntenic_pairs_file,
     output:
-        blocks=report("results/syntenic/{genome}/{genome}.blocks.tsv", category="Synteny",
-                      subcategory="{genome}", caption="../report/syntenic_blocks.rst",
-                      labels={"genome": "{genome}", "table": "synteny blocks"}),
+        blocks=report(
+            "results/syntenic/{genome}/{genome}.blocks.tsv",
+            category="Synteny",
+            subcategory="{genome}",
+            caption="../report/syntenic_blocks.rst",
+            labels={"genome": "{genome}", "table": "synteny blocks"},
+        ),
         query_bed="results/syntenic/{genome}/{genome}.query.bed",
         target_bed="results/syntenic/{genome}/{genome}.target.bed",
         paf="results/syntenic/{genome}/{genome}.paf",
         stats="results/stats/syntenic/{genome}.json",
-    params:
-        gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
-        backend=config["backend"],
-        prefix=lambda wildcards, output: output.blocks[:-len(".blocks.tsv")],
-        pairs=lambda wildcards, input: f"--pairs {shlex.quote(input.pairs)}" if input.pairs else "",
-        block_penalty=(f"--block-penalty {config['syntenic']['block_penalty']}"
-                       if "block_penalty" in config["syntenic"] else ""),
-        scoring=scoring_options("syntenic"),
     log:
         "logs/syntenic/{genome}.log",
     benchmark:
         "benchmarks/syntenic/{genome}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
     threads: config["threads"]
     resources:
         mem_mb=config["mem_mb"],
         gpu=GPU_PER_JOB,
-    conda:
-        "../envs/gpualign.yaml"
+    params:
+        gpualign=GPUALIGN,
+        gpu_slot=GPU_SLOT,
+        backend=config["backend"],
+        prefix=lambda wildcards, output: output.blocks[: -len(".blocks.tsv")],
+        pairs=lambda wildcards, input: (
+            f"--pairs {shlex.quote(input.pairs)}" if input.pairs else ""
+        ),
+        block_penalty=(
+            f"--block-penalty {config['syntenic']['block_penalty']}"
+            if "block_penalty" in config["syntenic"]
+            else ""
+        ),
+        scoring=scoring_options("syntenic"),
     shell:
         "{params.gpu_slot} {params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
         "--out-prefix {params.prefix:q} {params.pairs} {params.block_penalty} {params.scoring} "
@@ -68,22 +77,26 @@ rule genome_summary:
         query=lambda wildcards: genome_fasta(wildcards.genome),
         reference=genome_fasta(REFERENCE),
     output:
-        summary=report("results/syntenic/{genome}/{genome}.summary.txt", category="Synteny",
-                       subcategory="{genome}", caption="../report/summary.rst",
-                       labels={"genome": "{genome}", "table": "genome comparison"}),
+        summary=report(
+            "results/syntenic/{genome}/{genome}.summary.txt",
+            category="Synteny",
+            subcategory="{genome}",
+            caption="../report/summary.rst",
+            labels={"genome": "{genome}", "table": "genome comparison"},
+        ),
         differences="results/syntenic/{genome}/{genome}.differences.tsv",
-    params:
-        gpualign=GPUALIGN,
-        scoring=scoring_options("syntenic"),
     log:
         "logs/genome_summary/{genome}.log",
     benchmark:
         "benchmarks/genome_summary/{genome}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
     threads: 1
     resources:
         mem_mb=1000,
-    conda:
-        "../envs/gpualign.yaml"
+    params:
+        gpualign=GPUALIGN,
+        scoring=scoring_options("syntenic"),
     shell:
         "{params.gpualign} genome-summary --blocks {input.blocks:q} --query {input.query:q} "
         "--target {input.reference:q} {params.scoring} --out {output.summary:q} "
@@ -97,19 +110,23 @@ rule genome_dotplot:
         query=lambda wildcards: genome_fasta(wildcards.genome),
         reference=genome_fasta(REFERENCE),
     output:
-        png=report("results/syntenic/{genome}/{genome}.genome.dotplot.png", category="Synteny",
-                   subcategory="{genome}", caption="../report/dotplot.rst",
-                   labels={"genome": "{genome}", "figure": "dot plot"}),
-    params:
-        kind="dotplot",
+        png=report(
+            "results/syntenic/{genome}/{genome}.genome.dotplot.png",
+            category="Synteny",
+            subcategory="{genome}",
+            caption="../report/dotplot.rst",
+            labels={"genome": "{genome}", "figure": "dot plot"},
+        ),
     log:
         "logs/genome_dotplot/{genome}.log",
     benchmark:
         "benchmarks/genome_dotplot/{genome}.tsv"
+    conda:
+        "../envs/gpualign.yaml"
     threads: 1
     resources:
         mem_mb=1000,
-    conda:
-        "../envs/gpualign.yaml"
+    params:
+        kind="dotplot",
     script:
         "../scripts/report_tables.py"
