@@ -88,7 +88,7 @@ class Alphabet:
             alphabet given nucleotides, the message says so.
         """
         raw = np.frombuffer(text.encode("latin-1", errors="replace"), dtype=np.uint8)
-        codes = self._table[raw]
+        codes = self.lookup(raw)
         bad = np.flatnonzero(codes == 255)
         if bad.size:
             pos = int(bad[0])
@@ -102,6 +102,10 @@ class Alphabet:
             raise InputError("the sequence looks like nucleotides but the scoring scheme is for "
                              "protein (give --match/--mismatch for DNA)", path=path, record=record)
         return codes
+
+    def lookup(self, raw: np.ndarray) -> np.ndarray:
+        """Codes of the ``uint8`` character bytes ``raw``, 255 for a character outside the alphabet."""
+        return self._table[raw]
 
     def decode(self, codes: np.ndarray) -> str:
         """Upper-case text of ``codes``."""

@@ -24,6 +24,7 @@ SUBCOMMANDS = (
     "bench",
     "simulate",
     "search",
+    "makedb",
     "merge_hits",
     "batch",
     "split",

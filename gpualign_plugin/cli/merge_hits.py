@@ -28,7 +28,8 @@ def register(subparsers) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("hits", nargs="+", metavar="HITS", help="the .hits files, one per shard")
     parser.add_argument("-q", "--query", metavar="FASTA", help="the search's queries (needed for --out-sam)")
-    parser.add_argument("-d", "--db", metavar="FASTA", help="the search's database (needed for --out-sam)")
+    parser.add_argument("-d", "--db", metavar="DB",
+                        help="the search's database, FASTA or prepared (needed for --out-sam)")
     add_output_options(parser)
     add_scoring_options(parser, "protein")
     parser.set_defaults(run=run)
@@ -60,9 +61,9 @@ def read_shards(paths: list[str], scheme_description: str):
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign merge-hits``; returns the exit status."""
-    from gpualign_plugin.cli.search import database_layout
-    from gpualign_plugin.io.fasta import iter_fasta, read_fasta
+    from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.search.api import finish, merge_results
+    from gpualign_plugin.search.database import load_database
 
     scheme = scheme_from_args(args)
     paths = requested_outputs(args)
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         if [(q.id, len(q)) for q in queries] != [tuple(q) for q in result.queries]:
             raise InputError("the query records differ from those the search was run with",
                              path=args.query)
-        names, lengths = database_layout(args.db)
+        database = load_database(args.db, scheme)
+        names, lengths = database.names, database.lengths.tolist()
         if len(names) != result.database_sequences:
             raise InputError(f"has {len(names)} records but the search's database had "
                              f"{result.database_sequences}", path=args.db)
@@ -86,8 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError(f"record {hit.target_index + 1} is {names[hit.target_index]!r} but "
                                  f"the search reported {hit.alignment.target_id!r} there", path=args.db)
         wanted = {hit.target_index for hit in result.hits}
-        result.targets = {index: record for index, record in enumerate(iter_fasta(args.db, scheme))
-                          if index in wanted}
+        result.targets = {index: database.record(index) for index in sorted(wanted)}
     result = finish(result, scheme)
     log.info("%d hits of %d queries merged from %d shards", len(result.hits), len(result.queries),
              len(args.hits))

@@ -38,7 +38,9 @@ def register(subparsers) -> None:
                     "and SAM/BAM. The database is streamed in chunks of bounded size.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
-    parser.add_argument("-d", "--db", required=True, metavar="FASTA", help="database sequences (FASTA, .gz ok)")
+    parser.add_argument("-d", "--db", required=True, metavar="DB",
+                        help="database: FASTA (.gz ok) or a prepared database from 'gpualign makedb' "
+                             "(told apart by content; same results)")
     add_output_options(parser)
     parser.add_argument("--out-hits", metavar="PATH",
                         help="shard interchange file for 'gpualign merge-hits' (required with --shards)")
@@ -78,17 +80,6 @@ def requested_outputs(args: argparse.Namespace) -> list[str]:
     return paths
 
 
-def database_layout(path: str) -> tuple[list[str], list[int]]:
-    """Names and lengths of every database record, in file order (a first, streaming pass)."""
-    from gpualign_plugin.io.fasta import iter_fasta_text
-
-    names, lengths = [], []
-    for name, _, text in iter_fasta_text(path):
-        names.append(name)
-        lengths.append(len(text))
-    return names, lengths
-
-
 def shard_range(records: int, shards: int, shard: int) -> tuple[int, int]:
     """Record indices ``[start, stop)`` of shard ``shard`` of ``shards`` contiguous ranges."""
     if shards < 1:
@@ -126,10 +117,11 @@ def write_search_outputs(args: argparse.Namespace, result, scheme, queries, name
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign search``; returns the exit status."""
-    from gpualign_plugin.io.fasta import iter_fasta_text, read_fasta
+    from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.io.hits import write_hits
     from gpualign_plugin.runtime.backend import resolve_backend
     from gpualign_plugin.search.api import finish, search
+    from gpualign_plugin.search.database import load_database
 
     scheme = scheme_from_args(args)
     paths = requested_outputs(args)
@@ -146,26 +138,19 @@ def run(args: argparse.Namespace) -> int:
     threads = apply_threads(args.threads)
     queries = read_fasta(args.query, scheme)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
-    names, lengths = database_layout(args.db)
+    database = load_database(args.db, scheme)
+    names, lengths = database.names, database.lengths.tolist()
     start, stop = shard_range(len(names), args.shards, args.shard)
-    residues = args.db_size if args.db_size is not None else sum(lengths)
-
-    def records():
-        # Only this shard's records are encoded (and so checked): each shard reads the file once.
-        for index, (name, description, text) in enumerate(iter_fasta_text(args.db)):
-            if index >= stop:
-                return
-            if index >= start:
-                yield index, scheme.encode(name, text, path=args.db, description=description)
-
+    residues = args.db_size if args.db_size is not None else database.residues
     stats = RunStats("search", engine=engine, device=describe_device(engine, args.device), threads=threads)
     with Progress(sum(lengths[start:stop]), "search") as progress:
         def advanced(database_residues: int, cells: int) -> None:
             progress.advance(database_residues)
             stats.cells += cells
 
-        result = search(queries, records(), scheme, residues, len(names), args.top, strands,
-                        args.chunk_residues, on_progress=advanced, backend=engine, device=args.device)
+        result = search(queries, database, scheme, residues, len(names), args.top, strands,
+                        args.chunk_residues, on_progress=advanced, backend=engine, device=args.device,
+                        span=(start, stop))
     stats.finish()
     log.info("%d hits of %d queries in %d database sequences (%s, %.2f GCUPS)",
              len(result.hits), len(queries), stop - start,

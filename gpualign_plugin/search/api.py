@@ -132,20 +132,21 @@ def _top_candidates(scores: np.ndarray, target_index: np.ndarray, n_strands: int
     return score[order], index[order], strand[order]
 
 
-def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], scheme: ScoringScheme,
+def search(queries: list[Sequence], database, scheme: ScoringScheme,
            database_residues: int, database_sequences: int, top: int = DEFAULT_TOP,
            strands: str = "plus", chunk_residues: int = DEFAULT_CHUNK_RESIDUES,
            on_progress: Callable[[int, int], None] | None = None, backend: str = "cpu",
-           device: int = 0) -> SearchResult:
+           device: int = 0, span: tuple[int, int] | None = None) -> SearchResult:
     """Top-``top`` local hits of each query in a database streamed in bounded chunks.
 
     Parameters
     ----------
     queries : list of Sequence
         Encoded queries, in file order.
-    database : iterable of (int, Sequence)
-        Database records with their 0-based index in the whole database file
-        (increasing); a shard passes only its own records.
+    database : Database or iterable of (int, Sequence)
+        A :class:`~gpualign_plugin.search.database.Database` (its records
+        ``span``), or database records with their 0-based index in the whole
+        database file (increasing); a shard passes only its own records.
     scheme : ScoringScheme
         Substitution matrix and gap costs.
     database_residues, database_sequences : int
@@ -155,8 +156,8 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
     strands : {'plus', 'both'}
         ``'both'`` also searches the reverse complement of each query (DNA).
     chunk_residues : int
-        Database residues scored per chunk (memory is about a few bytes per
-        residue of the chunk plus 4 bytes per (query, strand, target) score).
+        Database residues scored per chunk on the CPU (memory is about a few bytes
+        per residue of the chunk plus 4 bytes per (query, strand, target) score).
     on_progress : callable, optional
         Called with ``(database residues, cells)`` as the score pass advances
         (every few seconds of work; for progress bars and statistics).
@@ -166,12 +167,16 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
         so the result is the same.
     device : int
         CUDA device ordinal for the GPU backend.
+    span : (int, int), optional
+        Records ``[start, stop)`` of a ``Database`` to search (default: all).
 
     Returns
     -------
     SearchResult
         Hits ranked per query and aligned; statistics not yet set (see :func:`finish`).
     """
+    from gpualign_plugin.search.database import Database
+
     if top < 1:
         raise InputError(f"--top must be 1 or more, got {top}")
     if chunk_residues < 1:
@@ -182,30 +187,29 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
     n_strands = len(signs)
     needs_fit = published_parameters(scheme) is None
     histogram = ScoreHistogram() if needs_fit else None
-    # Per query: ranked candidate arrays and the Sequence of each candidate target.
+    prepared = isinstance(database, Database)
     kept = [(np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64))
             for _ in queries]
-    kept_targets: dict[int, Sequence] = {}
-    for chunk in _chunks(database, chunk_residues):
-        indices = np.array([index for index, _ in chunk], dtype=np.int64)
-        lengths = np.array([len(record) for _, record in chunk], dtype=np.int64)
-        scores = score_database(oriented, [record.codes for _, record in chunk], scheme, on_progress,
-                                backend, device)
-        by_index = {index: record for index, record in chunk}
+    records: dict[int, Sequence] = {}
+    chunks = (_database_chunks(database, span or (0, len(database)), chunk_residues) if prepared
+              else _record_chunks(database, chunk_residues))
+    for indices, codes, chunk_records in chunks:
+        lengths = np.array([len(c) for c in codes], dtype=np.int64)
+        scores = score_database(oriented, codes, scheme, on_progress, backend, device)
         for q in range(len(queries)):
             block = scores[q * n_strands:(q + 1) * n_strands]
             if histogram is not None:
                 for strand_scores in block:
                     histogram.add_scores(strand_scores, len(queries[q]), lengths)
             new = _top_candidates(block, indices, n_strands, top)
-            merged = [np.concatenate([old, fresh]) for old, fresh in zip(kept[q], new)]
-            order = np.lexsort((merged[2], merged[1], -merged[0].astype(np.int64)))[:top]
-            kept[q] = tuple(array[order] for array in merged)
-            for index in kept[q][1].tolist():
-                if index in by_index:
-                    kept_targets[index] = by_index[index]
-        live = {int(i) for _, index, _ in kept for i in index}
-        kept_targets = {i: s for i, s in kept_targets.items() if i in live}
+            kept[q] = _rank(*(np.concatenate([old, fresh]) for old, fresh in zip(kept[q], new)),
+                            top)
+        if chunk_records is not None:  # keep the records of the current candidates only
+            live = {int(i) for _, index, _ in kept for i in index}
+            records = {i: r for i, r in records.items() if i in live}
+            records.update((i, r) for i, r in zip(indices.tolist(), chunk_records) if i in live)
+    live = sorted({int(i) for _, index, _ in kept for i in index})
+    kept_targets = {i: database.record(i) if prepared else records[i] for i in live}
     jobs = [(q, index, strand, score) for q in range(len(queries))
             for score, index, strand in zip(*(array.tolist() for array in kept[q]))]
 
@@ -218,6 +222,32 @@ def search(queries: list[Sequence], database: Iterable[tuple[int, Sequence]], sc
         hits = list(pool.map(align, jobs))
     return SearchResult([(q.id, len(q)) for q in queries], hits, top, database_residues,
                         database_sequences, histogram, targets=kept_targets)
+
+
+def _rank(score: np.ndarray, index: np.ndarray, strand: np.ndarray, top: int):
+    """The first ``top`` of candidates by the ranking rule (score descending, index, strand)."""
+    order = np.lexsort((strand, index, -score.astype(np.int64)))[:top]
+    return score[order], index[order], strand[order]
+
+
+def _database_chunks(database, span: tuple[int, int], chunk_residues: int):
+    """``(indices, codes, None)`` of consecutive records ``span`` of a Database, about
+    ``chunk_residues`` residues a chunk."""
+    start, stop = span
+    ends = np.cumsum(database.lengths[start:stop]) + database.offsets[start]
+    while start < stop:
+        end = int(np.searchsorted(ends, database.offsets[start] + chunk_residues, side="left"))
+        end = min(max(end + span[0] + 1, start + 1), stop)
+        yield (np.arange(start, end, dtype=np.int64),
+               [database.target_codes(i) for i in range(start, end)], None)
+        start = end
+
+
+def _record_chunks(database: Iterable[tuple[int, Sequence]], chunk_residues: int):
+    """``(indices, codes, records)`` of streamed ``(index, Sequence)`` records in bounded chunks."""
+    for chunk in _chunks(database, chunk_residues):
+        yield (np.array([index for index, _ in chunk], dtype=np.int64),
+               [record.codes for _, record in chunk], [record for _, record in chunk])
 
 
 def _align_hit(query: Sequence, target: Sequence, scheme: ScoringScheme, strand: str,

@@ -237,24 +237,47 @@ def interleave(targets: list[np.ndarray], pad_code: int) -> tuple[np.ndarray, np
         it holds, or ``-1`` for an empty lane of the last batch.
     """
     lengths = np.array([len(t) for t in targets], dtype=np.int64)
-    order = np.argsort(lengths, kind="stable")
-    n_batches = (len(targets) + LANES - 1) // LANES
+    offsets = np.zeros(len(targets) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.concatenate(targets) if targets else np.zeros(0, np.uint8)
+    return interleave_records(flat, offsets, np.argsort(lengths, kind="stable"), pad_code)
+
+
+def interleave_records(codes: np.ndarray, offsets: np.ndarray, order: np.ndarray, pad_code: int
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pack records of a flat code array into interleaved batches, in the given order.
+
+    ``order`` lists record indices (record ``i`` is ``codes[offsets[i]:offsets[i+1]]``),
+    normally sorted by length so that a batch holds targets of similar length;
+    consecutive groups of :data:`LANES` become batches. Returns what
+    :func:`interleave` returns, ``lane_target`` holding the entries of ``order``.
+    """
+    order = np.asarray(order, dtype=np.int64)
+    lengths = offsets[order + 1] - offsets[order]
+    n_batches = (len(order) + LANES - 1) // LANES
     lane_target = np.full(n_batches * LANES, -1, dtype=np.int64)
-    lane_target[:len(targets)] = order
-    widths = np.zeros(n_batches, dtype=np.int64)
-    for b in range(n_batches):
-        members = lane_target[b * LANES:(b + 1) * LANES]
-        widths[b] = lengths[members[members >= 0]].max()
-    offsets = np.zeros(n_batches, dtype=np.int64)
-    offsets[1:] = np.cumsum(widths * LANES)[:-1]
-    codes = np.full(int((widths * LANES).sum()), pad_code, dtype=np.uint8)
-    for slot, index in enumerate(lane_target):
+    lane_target[:len(order)] = order
+    widths = (np.maximum.reduceat(lengths, np.arange(0, len(order), LANES)) if len(order)
+              else np.zeros(0, np.int64)).astype(np.int64)
+    batch_offsets = np.zeros(n_batches, dtype=np.int64)
+    batch_offsets[1:] = np.cumsum(widths * LANES)[:-1]
+    packed = np.full(int((widths * LANES).sum()), pad_code, dtype=np.uint8)
+    _scatter(packed, np.asarray(codes), np.asarray(offsets, np.int64), lane_target, batch_offsets)
+    return packed, batch_offsets, widths, lane_target
+
+
+@njit(cache=True, nogil=True)
+def _scatter(packed, codes, offsets, lane_target, batch_offsets):
+    """Copy each record's codes into its lane: residue ``j`` of slot ``b * LANES + l`` at
+    ``packed[batch_offsets[b] + j * LANES + l]``."""
+    for slot in range(lane_target.shape[0]):
+        index = lane_target[slot]
         if index < 0:
             continue
-        b, lane = divmod(slot, LANES)
-        target = targets[index]
-        codes[offsets[b] + lane: offsets[b] + lane + len(target) * LANES: LANES] = target
-    return codes, offsets, widths, lane_target
+        base = batch_offsets[slot // LANES] + slot % LANES
+        start = offsets[index]
+        for j in range(offsets[index + 1] - start):
+            packed[base + j * LANES] = codes[start + j]
 
 
 def pack_targets(queries: list, targets: list, scheme) -> tuple:

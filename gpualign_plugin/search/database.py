@@ -1,0 +1,372 @@
+"""Search databases in memory, and the prepared on-disk form ``gpualign makedb`` writes (``.gadb``).
+
+A :class:`Database` holds every record of a database file as flat arrays: the
+residue codes of all records back to back (``uint8``, the scheme's alphabet),
+the text as read (case kept, for the SAM ``MD`` tag and other outputs), record
+boundaries, names and descriptions, and the record order by length. The score
+passes read the codes straight from it, without one Python object per record.
+
+**Prepared form.** A ``.gadb`` is a directory written once by
+``gpualign makedb``::
+
+    header.json      format name, format version, alphabet, counts, and for each
+                     array file its size in bytes and CRC-32
+    codes.npy        uint8, all residue codes back to back
+    text.npy         uint8, the residues as read (latin-1 bytes, case kept)
+    offsets.npy      int64, n + 1 record boundaries into codes and text
+    lengths.npy      int64, n record lengths
+    order.npy        int64, record indices sorted by length (stable)
+    names.npy        uint8, the record names joined by newlines
+    descriptions.npy uint8, the rest of each header line, joined by newlines
+
+Opening one memory-maps the arrays (no parsing); the sizes and checksums are
+checked first, so a truncated, corrupted or foreign-version file is an
+:class:`~gpualign_plugin.errors.InputError` naming the file, never a wrong answer.
+``gpualign search --db`` takes a ``.gadb`` or a FASTA file (told apart by their
+content, :func:`load_database`) and gives byte-identical results for both.
+
+**Reading FASTA.** :func:`read_database` parses a whole file with bulk byte
+operations (one decompression, one table lookup for every residue). Its rules are
+those of :func:`gpualign_plugin.io.fasta.iter_fasta_text` and
+:meth:`gpualign_plugin.scoring.ScoringScheme.encode`; whenever the bulk pass meets
+anything those would reject (or anything it does not handle itself, such as
+comment lines), the file is read again by them, so errors are word for word the
+same.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import tempfile
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.scoring import DNA, PROTEIN, Alphabet, ScoringScheme, Sequence
+
+FORMAT = "gpualign-db"
+"""The ``format`` field of a prepared database's header.json."""
+VERSION = 1
+"""Format version written by this code; other versions are refused."""
+ARRAYS = ("codes", "text", "offsets", "lengths", "order", "names", "descriptions")
+"""The array files of a prepared database (``NAME.npy``)."""
+
+_WHITESPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
+"""Bytes that ``str.split()`` treats as whitespace in latin-1 text (dropped from sequence lines)."""
+_NUCLEOTIDE_LIKE = "ACGTUN"
+
+
+@dataclass
+class Database:
+    """The records of a search database as flat arrays.
+
+    Attributes
+    ----------
+    alphabet : str
+        ``'protein'`` or ``'dna'``: the alphabet ``codes`` are in.
+    codes : numpy.ndarray
+        ``uint8`` residue codes of all records back to back.
+    text : numpy.ndarray
+        ``uint8`` residues as read (case kept), same layout as ``codes``.
+    offsets : numpy.ndarray
+        ``int64``, ``len(self) + 1`` boundaries: record ``i`` is ``codes[offsets[i]:offsets[i+1]]``.
+    names, descriptions : list of str
+        Record ids and the rest of each header line, in file order.
+    source : str
+        The file it was read from (for messages).
+    """
+
+    alphabet: str
+    codes: np.ndarray
+    text: np.ndarray
+    offsets: np.ndarray
+    names: list
+    descriptions: list
+    source: str = ""
+    _order: np.ndarray | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """``int64`` residues of each record."""
+        return np.diff(self.offsets)
+
+    @property
+    def residues(self) -> int:
+        """Residues of all records."""
+        return int(self.offsets[-1])
+
+    @property
+    def order(self) -> np.ndarray:
+        """Record indices sorted by length (stable: equal lengths keep file order)."""
+        if self._order is None:
+            self._order = np.argsort(self.lengths, kind="stable")
+        return self._order
+
+    def target_codes(self, index: int) -> np.ndarray:
+        """The codes of record ``index`` (a view)."""
+        return self.codes[self.offsets[index]:self.offsets[index + 1]]
+
+    def record(self, index: int) -> Sequence:
+        """Record ``index`` as a :class:`~gpualign_plugin.scoring.Sequence` (text as read)."""
+        start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
+        text = bytes(self.text[start:stop]).decode("latin-1")
+        return Sequence(self.names[index], text, np.asarray(self.codes[start:stop]),
+                        self.descriptions[index])
+
+    def check_scheme(self, scheme: ScoringScheme) -> None:
+        """Raise :class:`InputError` when ``scheme``'s alphabet is not the one the codes are in."""
+        if scheme.alphabet.name != self.alphabet:
+            raise InputError(f"is a {self.alphabet} database but the scoring scheme is for "
+                             f"{scheme.alphabet.name}", path=self.source)
+
+
+def _read_bytes(path: str) -> bytes:
+    if not os.path.exists(path):
+        raise InputError("no such file", path=path)
+    if os.path.isdir(path):
+        raise InputError("is a directory, not a FASTA file or a prepared database", path=path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (EOFError, gzip.BadGzipFile, OSError, zlib.error) as exc:
+        raise InputError(f"cannot be read: {exc}", path=path) from None
+    return data
+
+
+def read_database(path: str | os.PathLike, alphabet: Alphabet) -> Database:
+    """Read and encode every record of the FASTA file ``path`` (plain or gzip) into a :class:`Database`.
+
+    Raises
+    ------
+    InputError
+        Exactly the error :func:`gpualign_plugin.io.fasta.read_fasta` would raise
+        for the same file and a scheme of this alphabet.
+    """
+    path = os.fspath(path)
+    data = _read_bytes(path)
+    database = _bulk_parse(data, alphabet, path)
+    if database is None:
+        database = _parse_by_records(path, alphabet)
+    return database
+
+
+def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> Database | None:
+    """The fast path of :func:`read_database`; None when anything needs the record-by-record rules."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # universal newlines
+    body = data.lstrip(_WHITESPACE)
+    if not body.startswith(b">"):
+        return None  # empty, comments or not FASTA: the record reader words the error
+    chunks = body[1:].split(b"\n>")
+    names, descriptions, sequences = [], [], []
+    for chunk in chunks:
+        end = chunk.find(b"\n")
+        header = chunk if end < 0 else chunk[:end]
+        words = header.decode("latin-1").strip().split(None, 1)
+        sequence = b"" if end < 0 else chunk[end + 1:].translate(None, _WHITESPACE)
+        if not words or not sequence:
+            return None
+        names.append(words[0])
+        descriptions.append(words[1] if len(words) > 1 else "")
+        sequences.append(sequence)
+    if len(set(names)) != len(names):
+        return None
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    text = np.frombuffer(b"".join(sequences), dtype=np.uint8)
+    codes = alphabet.lookup(text)
+    if (codes == 255).any():
+        return None
+    if alphabet is PROTEIN and _any_nucleotide_like(text, offsets):
+        return None
+    return Database(alphabet.name, codes, text, offsets, names, descriptions, path)
+
+
+def _any_nucleotide_like(text: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether any record is what :func:`gpualign_plugin.scoring.looks_like_nucleotide` flags.
+
+    Every byte here is in the protein alphabet, so the letters are all but ``*``.
+    """
+    nucleotide = np.zeros(256, dtype=bool)
+    for letter in _NUCLEOTIDE_LIKE:
+        nucleotide[ord(letter)] = nucleotide[ord(letter.lower())] = True
+    starts = offsets[:-1]
+    hits = np.add.reduceat(nucleotide[text].astype(np.int64), starts)
+    letters = (offsets[1:] - starts) - np.add.reduceat((text == ord("*")).astype(np.int64), starts)
+    return bool(((letters >= 10) & (hits >= 0.9 * letters)).any())
+
+
+def _parse_by_records(path: str, alphabet: Alphabet) -> Database:
+    from gpualign_plugin.io.fasta import iter_fasta_text
+
+    names, descriptions, texts, codes = [], [], [], []
+    for name, description, text in iter_fasta_text(path):
+        names.append(name)
+        descriptions.append(description)
+        texts.append(text.encode("latin-1"))
+        codes.append(alphabet.encode(text, path=path, record=name))
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return Database(alphabet.name, np.concatenate(codes),
+                    np.frombuffer(b"".join(texts), dtype=np.uint8), offsets, names, descriptions, path)
+
+
+def is_prepared(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a prepared database (a directory with a ``header.json``)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "header.json"))
+
+
+def load_database(path: str | os.PathLike, scheme: ScoringScheme) -> Database:
+    """A prepared database (:func:`open_database`) or a FASTA file (:func:`read_database`), by content.
+
+    Raises
+    ------
+    InputError
+        Unreadable, malformed, corrupted or wrong-version input, or an alphabet
+        other than ``scheme``'s.
+    """
+    path = os.fspath(path)
+    database = open_database(path) if is_prepared(path) else read_database(path, scheme.alphabet)
+    database.check_scheme(scheme)
+    return database
+
+
+def _blob(strings: list) -> np.ndarray:
+    return np.frombuffer("\n".join(strings).encode("latin-1"), dtype=np.uint8)
+
+
+def _unblob(array: np.ndarray, count: int) -> list:
+    strings = bytes(array).decode("latin-1").split("\n") if count else []
+    if len(strings) != count:
+        raise ValueError(f"{len(strings)} entries for {count} records")
+    return strings
+
+
+def _crc(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 24):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def write_database(database: Database, path: str | os.PathLike) -> None:
+    """Write ``database`` as a prepared database directory ``path``, atomically.
+
+    The directory is built under a temporary name beside ``path`` and renamed
+    when complete; an existing prepared database at ``path`` is replaced.
+
+    Raises
+    ------
+    InputError
+        ``path`` exists and is not a prepared database, or cannot be written.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path) and not is_prepared(path):
+        raise InputError("exists and is not a prepared database; not overwriting it", path=path)
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise InputError("output directory does not exist or is not writable", path=path)
+    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=parent)
+    try:
+        arrays = {"codes": database.codes, "text": database.text, "offsets": database.offsets,
+                  "lengths": database.lengths, "order": database.order,
+                  "names": _blob(database.names), "descriptions": _blob(database.descriptions)}
+        files = {}
+        for name in ARRAYS:
+            file = os.path.join(tmp, name + ".npy")
+            np.save(file, np.ascontiguousarray(arrays[name]))
+            files[name] = {"bytes": os.path.getsize(file), "crc32": _crc(file)}
+        header = {"format": FORMAT, "version": VERSION, "alphabet": database.alphabet,
+                  "sequences": len(database), "residues": database.residues,
+                  "source": os.path.basename(database.source), "files": files}
+        with open(os.path.join(tmp, "header.json"), "w", encoding="utf-8") as handle:
+            json.dump(header, handle, indent=1)
+            handle.write("\n")
+        os.chmod(tmp, 0o777 & ~_umask())
+        if os.path.exists(path):
+            old = tmp + ".old"
+            os.rename(path, old)
+            os.rename(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def open_database(path: str | os.PathLike, verify: bool = True) -> Database:
+    """Open the prepared database directory ``path``, its arrays memory-mapped.
+
+    ``verify`` checks every array file's CRC-32 (reads each once); sizes,
+    format, version and array shapes are always checked.
+
+    Raises
+    ------
+    InputError
+        Missing or malformed header, another format or version, a missing,
+        truncated or corrupted array file, or arrays that do not fit together.
+    """
+    path = os.fspath(path)
+    try:
+        with open(os.path.join(path, "header.json"), encoding="utf-8") as handle:
+            header = json.load(handle)
+        fmt, version = header["format"], header["version"]
+        alphabet, files = header["alphabet"], header["files"]
+        count, residues = int(header["sequences"]), int(header["residues"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"not a prepared database: header.json missing or malformed ({exc})",
+                         path=path) from None
+    if fmt != FORMAT:
+        raise InputError(f"not a prepared database (format {fmt!r}, expected {FORMAT!r})", path=path)
+    if version != VERSION:
+        raise InputError(f"prepared database format version {version}; this gpualign reads version "
+                         f"{VERSION} (run 'gpualign makedb' again)", path=path)
+    if alphabet not in (DNA.name, PROTEIN.name):
+        raise InputError(f"prepared database of unknown alphabet {alphabet!r}", path=path)
+    arrays = {}
+    for name in ARRAYS:
+        file = os.path.join(path, name + ".npy")
+        try:
+            expected = files[name]
+            size = os.path.getsize(file)
+            if size != expected["bytes"]:
+                raise InputError(f"{name}.npy has {size} bytes, the header says {expected['bytes']} "
+                                 "(truncated or replaced)", path=path)
+            if verify and _crc(file) != expected["crc32"]:
+                raise InputError(f"{name}.npy is corrupted (CRC-32 differs from the header's)",
+                                 path=path)
+            arrays[name] = np.load(file, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{name}.npy cannot be read ({exc})", path=path) from None
+    try:
+        offsets = np.asarray(arrays["offsets"], dtype=np.int64)
+        names = _unblob(arrays["names"], count)
+        descriptions = _unblob(arrays["descriptions"], count)
+        if (len(offsets) != count + 1 or offsets[0] != 0 or offsets[-1] != residues
+                or arrays["codes"].shape != (residues,) or arrays["text"].shape != (residues,)
+                or arrays["order"].shape != (count,) or (np.diff(offsets) < 1).any()):
+            raise ValueError("array sizes disagree with the header")
+    except ValueError as exc:
+        raise InputError(f"prepared database is inconsistent: {exc}", path=path) from None
+    return Database(alphabet, arrays["codes"], arrays["text"], offsets, names, descriptions, path,
+                    np.asarray(arrays["order"]))
+
