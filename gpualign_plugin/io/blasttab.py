@@ -130,8 +130,7 @@ def write_hits_tsv(path_or_handle: Union[str, os.PathLike, IO[str]], result, sch
         handle.write(f"# gpualign search: {scheme.describe()}; top {result.top} hits per query\n")
         handle.write(f"# database: {result.database_sequences} sequences, "
                      f"{result.database_residues} residues\n")
-        handle.write(f"# statistics: lambda {parameters.lam:.6g}, K {parameters.k:.6g} from "
-                     f"{parameters.source}; E = K m N exp(-lambda S), no length correction\n")
+        handle.write(f"# statistics: {parameters.describe()}\n")
         handle.write("# coordinates: 0-based half-open on the forward strand; CIGAR along the "
                      "target (reverse-complemented query on strand -)\n")
         handle.write("\t".join(HITS_COLUMNS) + "\n")

@@ -37,7 +37,7 @@ from gpualign_plugin.model import Alignment, Hit, SearchResult
 from gpualign_plugin.pairwise.api import align_sequences, strand_signs
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.search import cpu as kernels
-from gpualign_plugin.statistics import (ScoreHistogram, fit_parameters, primary_mapq,
+from gpualign_plugin.statistics import (ScoreHistogram, parameters_for, primary_mapq,
                                         published_parameters)
 
 DEFAULT_TOP = 10
@@ -312,18 +312,19 @@ def merge_results(parts: list[SearchResult]) -> SearchResult:
 def finish(result: SearchResult, scheme: ScoringScheme) -> SearchResult:
     """Set Karlin-Altschul parameters, bit scores and E-values, and primary/MAPQ flags.
 
-    Parameters come from NCBI's tables when the scheme is tabulated, else from a
-    maximum-likelihood fit to ``result.histogram``
-    (:mod:`~gpualign_plugin.statistics`). The first hit of each query is
+    Parameters come from :func:`~gpualign_plugin.statistics.parameters_for` (NCBI's
+    tables when the scheme is tabulated, else a maximum-likelihood fit to
+    ``result.histogram``); E-values as BLAST computes them for a database of
+    ``result.database_residues`` residues in ``result.database_sequences`` records
+    (length adjustment, or Spouge's finite-size correction for gapped protein
+    tables, which needs each hit's target length). The first hit of each query is
     primary with MAPQ from :func:`~gpualign_plugin.statistics.primary_mapq`
     (best against second-best score); the others are secondary with MAPQ 0.
     """
-    parameters = published_parameters(scheme)
-    if parameters is None:
-        if result.histogram is None:
-            raise InputError("the scoring scheme has no published Karlin-Altschul parameters and the "
-                             "search kept no score histogram to estimate them")
-        parameters = fit_parameters(result.histogram)
+    if published_parameters(scheme) is None and result.histogram is None:
+        raise InputError("the scoring scheme has no published Karlin-Altschul parameters and the "
+                         "search kept no score histogram to estimate them")
+    parameters = parameters_for(scheme, result.histogram)
     lengths = dict(enumerate(length for _, length in result.queries))
     finished = []
     for k, hit in enumerate(result.hits):
@@ -339,5 +340,6 @@ def finish(result: SearchResult, scheme: ScoringScheme) -> SearchResult:
         finished.append(Hit(hit.query_index, hit.target_index, alignment,
                             parameters.bit_score(alignment.score),
                             parameters.evalue(alignment.score, lengths[hit.query_index],
-                                              result.database_residues)))
+                                              result.database_residues, result.database_sequences,
+                                              alignment.target_length)))
     return dataclasses.replace(result, hits=finished, parameters=parameters)
