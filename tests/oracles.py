@@ -6,6 +6,9 @@ with the engines, so that a bug in an engine cannot hide in the oracle too.
 
 from __future__ import annotations
 
+import math
+import re
+
 from Bio import Align
 from Bio.Align import substitution_matrices
 
@@ -140,3 +143,160 @@ def biopython_aligner(scheme, mode):
             "query_end_gap_score"
         setattr(aligner, name, 0)
     return aligner
+
+
+def _column_scores(cigar, query, target, matrix, gap_open, gap_extend):
+    """One score per column of a CIGAR string over the aligned residues (a gap run's first
+    column costs open + extend, the others extend)."""
+    scores, qi, ti = [], 0, 0
+    for count, op in re.findall(r"(\d+)([=XID])", cigar):
+        for k in range(int(count)):
+            if op in "=X":
+                scores.append(int(matrix[query[qi]][target[ti]]))
+                qi, ti = qi + 1, ti + 1
+            else:
+                scores.append(-(gap_open + gap_extend) if k == 0 else -gap_extend)
+                if op == "I":
+                    qi += 1
+                else:
+                    ti += 1
+    return scores
+
+
+def _zdrop_piece(scores, zdrop):
+    """docs/ALGORITHMS.md "Local placement", Z-drop: (start, end, score) of the column range kept."""
+    pieces = []
+    low, high = 0, len(scores)
+    while high > low:
+        running, peak, peak_at, dropped = 0, 0, None, False
+        for k in range(low, high):
+            running += scores[k]
+            if running > peak:
+                peak, peak_at = running, k
+            elif peak - running > zdrop:
+                dropped = True
+                break
+        if not dropped:
+            pieces.append((low, high, running))
+            break
+        pieces.append((low, peak_at + 1, peak))
+        best = None  # (sum, -end, start): the largest sum, then earliest end, then latest start
+        for start in range(peak_at + 1, high):
+            total = 0
+            for end in range(start + 1, high + 1):
+                total += scores[end - 1]
+                key = (total, -end, start)
+                if best is None or key > best:
+                    best = key
+        if best is None or best[0] <= 0:
+            break
+        low, high = best[2], -best[1]
+    kept = pieces[0]
+    for piece in pieces[1:]:
+        if piece[2] > kept[2]:
+            kept = piece
+    return kept
+
+
+def _cut_local(query_text, target_text, scheme, zdrop):
+    """Oracle local alignment of two texts, Z-drop cut: (score, qs, qe, ts, te, cigar) or None."""
+    q = [int(c) for c in scheme.alphabet.encode(query_text)]
+    t = [int(c) for c in scheme.alphabet.encode(target_text)]
+    score, qs, qe, ts, te, cigar = gotoh(q, t, scheme.matrix, scheme.gap_open, scheme.gap_extend,
+                                         "local")
+    if score <= 0:
+        return None
+    ops = "".join(op * int(n) for n, op in re.findall(r"(\d+)([=XID])", cigar))
+    scores = _column_scores(cigar, q[qs:qe], t[ts:te], scheme.matrix, scheme.gap_open,
+                            scheme.gap_extend)
+    start, end, kept = _zdrop_piece(scores, zdrop)
+    before, inside = ops[:start], ops[start:end]
+    qs += sum(op != "D" for op in before)
+    ts += sum(op != "I" for op in before)
+    return (kept, qs, qs + sum(op != "D" for op in inside), ts, ts + sum(op != "I" for op in inside),
+            "".join(f"{len(m.group(0))}{m.group(1)}" for m in re.finditer(r"(.)\1*", inside)))
+
+
+def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands=("+", "-")):
+    """docs/ALGORITHMS.md "Local placement", literally: plain loops over segments, targets and strands.
+
+    ``queries`` and ``targets`` are lists of ``(id, text)``. Returns one tuple per record:
+    ``(query, target, qs, qe, ts, te, strand, score, cigar, primary, supplementary, mapq)``.
+    """
+    residues = sum(len(text) for _, text in targets)
+    complement = str.maketrans("ACGTacgt", "TGCAtgca")
+
+    def oriented(text, q0, q1, strand):
+        piece = text[q0:q1]
+        return piece.translate(complement)[::-1] if strand == "-" else piece
+
+    records = []
+    for query_id, text in queries:
+        m = len(text)
+
+        def significant(score):
+            return score > 0 and parameters.evalue(score, m, residues) <= evalue
+
+        def solve(q0, q1, strand, t_index, t0, t1):
+            found = _cut_local(oriented(text, q0, q1, strand), targets[t_index][1][t0:t1], scheme,
+                               zdrop)
+            if found is None:
+                return None
+            score, qs, qe, ts, te, cigar = found
+            if strand == "-":
+                qs, qe = q1 - qe, q1 - qs
+            else:
+                qs, qe = q0 + qs, q0 + qe
+            return (score, qs, qe, t0 + ts, t0 + te, strand, t_index, cigar)
+
+        free, pieces = [(0, m)], []
+        while True:
+            best = None
+            for q0, q1 in free:
+                for t_index in range(len(targets)):
+                    for strand in strands:
+                        found = solve(q0, q1, strand, t_index, 0, len(targets[t_index][1]))
+                        if found is None:
+                            continue
+                        key = (-found[0], t_index, strand == "-", q0)
+                        if best is None or key < best[0]:
+                            best = (key, found, (q0, q1))
+            if best is None or not significant(best[1][0]):
+                break
+            found, (q0, q1) = best[1], best[2]
+            pieces.append(found)
+            free.remove((q0, q1))
+            free += [(a, b) for a, b in ((q0, found[1]), (found[2], q1)) if b > a]
+            free.sort()
+        ranked = sorted(range(len(pieces)), key=lambda k: (-pieces[k][0], k))
+        mine, secondaries = [], []
+        for rank, k in enumerate(ranked):
+            score, qs, qe, ts, te, strand, t_index, cigar = pieces[k]
+            second, where = 0, None
+            for other in range(len(targets)):
+                n = len(targets[other][1])
+                for other_strand in strands:
+                    spans = [(0, ts), (te, n)] if (other, other_strand) == (t_index, strand) \
+                        else [(0, n)]
+                    for t0, t1 in spans:
+                        if t1 <= t0:
+                            continue
+                        found = _cut_local(oriented(text, qs, qe, other_strand),
+                                           targets[other][1][t0:t1], scheme, math.inf)
+                        if found is not None and found[0] > second:
+                            second, where = found[0], (other_strand, other, t0, t1)
+            if second >= score:
+                mapq = 0
+            else:
+                rival = second if significant(second) else 0
+                mapq = min(60, 60 * (score - rival) // score)
+            mine.append((query_id, targets[t_index][0], qs, qe, ts, te, strand, score, cigar, True,
+                         rank > 0, mapq))
+            if where is not None and second >= 0.8 * score:
+                found = solve(qs, qe, *where)
+                if found is not None and significant(found[0]):
+                    s2, a, b, c, d, st, ti, cg = found
+                    secondaries.append((query_id, targets[ti][0], a, b, c, d, st, s2, cg, False,
+                                        False, 0))
+        records += mine + secondaries
+    return records

@@ -1,20 +1,32 @@
-"""Placement: which alignment of a query is primary, and how sure we are (MAPQ).
+"""Placement: which alignments of a query are reported, which is primary, and MAPQ.
 
-Implements the "Placement" rule of ``docs/ALGORITHMS.md``. Filtering by
-``--min-score`` is the caller's job; this module ranks whatever it is given.
+:func:`place_local` computes the local placement of ``docs/ALGORITHMS.md``
+("Local placement"): every significant local alignment of a query, non-overlapping
+on the query, on any target and strand (primary, supplementary, close secondary).
+:func:`place` ranks end-to-end alignments (one per query, target and strand) by
+the "Placement" rule; filtering by ``--min-score`` is its caller's job.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Sequence
+import heapq
+import math
+from typing import Callable, Iterable
+from typing import Sequence as Ordered
 
-from gpualign_plugin.model import Alignment
-from gpualign_plugin.statistics import primary_mapq
+import numpy as np
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.scoring import (ScoringScheme, Sequence,
+                                     reverse_complement_codes)
+from gpualign_plugin.statistics import (KarlinAltschul, primary_mapq,
+                                        published_parameters)
 
 
 def place(alignments: Iterable[Alignment],
-          target_order: Sequence[str] | None = None) -> list[Alignment]:
+          target_order: Ordered[str] | None = None) -> list[Alignment]:
     """Rank each query's alignments, flag primary and secondary, and set MAPQ.
 
     Parameters
@@ -65,3 +77,351 @@ def place(alignments: Iterable[Alignment],
                                           mapq=primary_mapq(ranked_group[0].score, second)))
         placed.extend(dataclasses.replace(a, is_primary=False, mapq=0) for a in ranked_group[1:])
     return placed
+
+
+ZDROP_BITS = 100.0
+"""Default Z-drop of :func:`place_local`, in bits (converted to raw score with lambda)."""
+
+SECONDARY_RATIO = 0.8
+"""A piece's second-best placement is written as secondary when it scores at least this
+fraction of the piece (minimap2's ``-p``) and is itself significant."""
+
+DEFAULT_EVALUE = 1e-5
+"""Default E-value cutoff of :func:`place_local` (stricter than BLAST's search default of 10)."""
+
+
+def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
+                  scheme: ScoringScheme) -> np.ndarray:
+    """Score of every column of an ``=XID`` path (``int64``, one entry per column).
+
+    ``query`` and ``target`` are the aligned residues (already sliced and oriented).
+    An aligned column scores ``matrix[q, t]``; the first column of a gap run
+    ``-(open + extend)``, the others ``-extend``; so the sum over any stretch of
+    columns that cuts no gap run is that stretch's alignment score.
+    """
+    pieces = []
+    qi = ti = 0
+    for length, op in cigar.runs:
+        if op in "=X":
+            pieces.append(scheme.matrix[query[qi:qi + length], target[ti:ti + length]]
+                          .astype(np.int64))
+            qi += length
+            ti += length
+        else:
+            gap = np.full(length, -scheme.gap_extend, dtype=np.int64)
+            gap[0] -= scheme.gap_open
+            pieces.append(gap)
+            if op == "I":
+                qi += length
+            else:
+                ti += length
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+
+
+def best_stretch(scores: np.ndarray) -> tuple[int, int, int]:
+    """The maximal-scoring stretch ``[start, end)`` of ``scores`` and its sum.
+
+    Ties: the earliest end, then the latest start (the shortest such stretch);
+    so a stretch with a positive sum starts and ends with a positive column.
+    ``(0, 0, 0)`` when no column is positive.
+    """
+    prefix = np.concatenate(([0], np.cumsum(scores, dtype=np.int64)))
+    if len(scores) == 0:
+        return 0, 0, 0
+    lowest = np.minimum.accumulate(prefix[:-1])
+    sums = prefix[1:] - lowest
+    end = int(np.argmax(sums))
+    total = int(sums[end])
+    if total <= 0:
+        return 0, 0, 0
+    start = int(np.flatnonzero(prefix[:end + 1] == lowest[end])[-1])
+    return start, end + 1, total
+
+
+def zdrop_cut(scores: np.ndarray, zdrop: float) -> tuple[int, int, int]:
+    """Columns ``[start, end)`` and score of the piece a path keeps under the Z-drop rule.
+
+    Walking the path from its start, the first column where the running score
+    falls more than ``zdrop`` below its running maximum ends a piece at the
+    column that first reached that maximum; the rest of the path is reduced to
+    its best stretch (:func:`best_stretch`) and cut the same way. Of the
+    pieces, the highest-scoring one is kept, the earliest on the path among
+    equals. A path without such a drop (always with ``zdrop = inf``) is kept
+    whole. See docs/ALGORITHMS.md ("Local placement").
+    """
+    low, high = 0, len(scores)
+    kept = None
+    while high > low:
+        running = np.cumsum(scores[low:high], dtype=np.int64)
+        peak = np.maximum.accumulate(np.maximum(running, 0))
+        drops = np.flatnonzero(peak - running > zdrop)
+        if drops.size == 0:
+            piece = (low, high, int(running[-1]))
+            return piece if kept is None or piece[2] > kept[2] else kept
+        first = int(drops[0])
+        top = int(np.flatnonzero(running[:first] == peak[first])[0])
+        if kept is None or int(peak[first]) > kept[2]:
+            kept = (low, low + top + 1, int(peak[first]))
+        start, end, total = best_stretch(scores[low + top + 1:high])
+        if total <= 0:
+            break
+        low, high = low + top + 1 + start, low + top + 1 + end
+    return kept if kept is not None else (0, 0, 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Slice:
+    """Where a DP ran: query segment ``[q0, q1)`` on ``strand``, target ``t_index`` columns ``[t0, t1)``."""
+
+    q0: int
+    q1: int
+    strand: str
+    t_index: int
+    t0: int
+    t1: int
+
+
+class _Engine:
+    """Score-only and full local alignment of query segments on the resolved backend."""
+
+    def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None):
+        from gpualign_plugin.pairwise import cpu
+
+        self.scheme = scheme
+        self.device = device
+        self.threads = threads
+        self.cpu = cpu
+        self.gpu = None
+        if backend == "gpu":
+            from gpualign_plugin.pairwise import gpu
+
+            self.gpu = gpu
+        self.cells = 0
+
+    def codes(self, query: Sequence, where: _Slice) -> np.ndarray:
+        piece = query.codes[where.q0:where.q1]
+        return reverse_complement_codes(piece) if where.strand == "-" else piece
+
+    def score(self, query: Sequence, targets: list[Sequence], where: _Slice) -> int:
+        q = self.codes(query, where)
+        t = targets[where.t_index].codes[where.t0:where.t1]
+        self.cells += len(q) * len(t)
+        if self.gpu is not None:
+            return self.gpu.score_pair(q, t, self.scheme, "local", self.device).score
+        return self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads).score
+
+    def align(self, query: Sequence, targets: list[Sequence], where: _Slice, zdrop: float):
+        """The Z-drop-cut optimal local alignment in ``where`` as an :class:`Alignment` (or None)."""
+        q = self.codes(query, where)
+        target = targets[where.t_index]
+        t = target.codes[where.t0:where.t1]
+        if self.gpu is not None:
+            pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device)
+        else:
+            pair = self.cpu.align_pair(q, t, self.scheme, "local", threads=self.threads or 1)
+        if pair.score <= 0:
+            return None
+        return cut_alignment(pair, q, t, self.scheme, zdrop, query, target, where)
+
+
+def cut_alignment(pair, q: np.ndarray, t: np.ndarray, scheme: ScoringScheme, zdrop: float,
+                  query: Sequence, target: Sequence, where: _Slice) -> Alignment:
+    """``pair`` (a local alignment of oriented segment ``q`` to target slice ``t``) cut by
+    :func:`zdrop_cut` and mapped to the forward strand of the whole query and target."""
+    aligned_q = q[pair.query_start:pair.query_end]
+    aligned_t = t[pair.target_start:pair.target_end]
+    scores = column_scores(pair.cigar, aligned_q, aligned_t, scheme)
+    start, end, score = zdrop_cut(scores, zdrop)
+    ops = np.repeat(np.frombuffer("".join(op for _, op in pair.cigar.runs).encode(), dtype=np.uint8),
+                    [n for n, _ in pair.cigar.runs])
+    consumes_q = (ops != ord("D")).astype(np.int64)
+    consumes_t = (ops != ord("I")).astype(np.int64)
+    qs = pair.query_start + int(consumes_q[:start].sum())
+    qe = qs + int(consumes_q[start:end].sum())
+    ts = pair.target_start + int(consumes_t[:start].sum())
+    te = ts + int(consumes_t[start:end].sum())
+    cigar = Cigar.from_ops(ops[start:end].tobytes().decode())
+    if where.strand == "-":
+        qs, qe = where.q1 - qe, where.q1 - qs
+    else:
+        qs, qe = where.q0 + qs, where.q0 + qe
+    return Alignment(query.id, target.id, len(query), len(target), qs, qe, where.t0 + ts,
+                     where.t0 + te, where.strand, score, cigar, "local")
+
+
+def karlin_altschul(scheme: ScoringScheme) -> KarlinAltschul:
+    """The Karlin-Altschul parameters placement uses for ``scheme``.
+
+    Raises
+    ------
+    InputError
+        When ``scheme`` has none (placement cannot tell significant from chance).
+    """
+    parameters = published_parameters(scheme)
+    if parameters is None:
+        raise InputError(f"local placement needs Karlin-Altschul parameters and the scoring scheme "
+                         f"{scheme.name} (gap open {scheme.gap_open}, extend {scheme.gap_extend}) "
+                         "has no published ones; use a BLAST scheme (DNA: 2/-3 with gaps 5/2)")
+    return parameters
+
+
+def place_local(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
+                backend: str = "auto", evalue: float = DEFAULT_EVALUE, strands: str = "both",
+                threads: int | None = None, device: int = 0, zdrop_bits: float = ZDROP_BITS,
+                on_cells: Callable[[int], None] | None = None) -> list[Alignment]:
+    """Every significant local alignment of each query, non-overlapping on the query, placed.
+
+    The set is defined in docs/ALGORITHMS.md ("Local placement"): repeatedly the
+    best (Z-drop-cut) optimal local alignment of a still-free query segment
+    against any target on any strand, until the best left is not significant at
+    ``evalue``; accepted query intervals are removed from the free segments.
+
+    Parameters
+    ----------
+    queries, targets : list of Sequence
+        Encoded records (same scheme); targets in file order (the tie-break).
+    scheme : ScoringScheme
+        Substitution scores and gap costs; must have Karlin-Altschul parameters.
+    backend : {'auto', 'cpu', 'gpu'}
+        Engine; the result is the same on both.
+    evalue : float
+        Largest E-value reported (``E = K m N exp(-lambda S)``, ``m`` the whole
+        query's length, ``N`` all target residues); must be positive.
+    strands : {'both', 'plus'}
+        ``'both'`` also aligns the reverse complement (DNA only).
+    threads : int, optional
+        CPU threads per DP (Numba); default all.
+    device : int
+        CUDA device ordinal.
+    zdrop_bits : float
+        Z-drop in bits; ``math.inf`` gives the plain definition (no cut).
+    on_cells : callable, optional
+        Called with the DP cells of each query when it is done (progress).
+
+    Returns
+    -------
+    list of Alignment
+        Per query, in query-file order: the pieces by score descending (ties:
+        the order they were accepted), the first primary, the others
+        supplementary; then the close secondary placements of the pieces (see
+        :data:`SECONDARY_RATIO`), in the order of their pieces. ``mapq``,
+        ``evalue`` and ``bit_score`` are set. A query without a significant
+        alignment has none.
+    """
+    from gpualign_plugin.pairwise.api import strand_signs
+    from gpualign_plugin.runtime.backend import resolve_backend
+
+    if not evalue > 0 or not math.isfinite(evalue):
+        raise InputError(f"--evalue must be a positive number, got {evalue!r}")
+    strand_list = strand_signs(strands, scheme)
+    parameters = karlin_altschul(scheme)
+    zdrop = zdrop_bits * math.log(2.0) / parameters.lam
+    engine_name = resolve_backend(backend, device)
+    if engine_name == "gpu":
+        from gpualign_plugin.pairwise import gpu
+
+        if not gpu.accepts(scheme):
+            engine_name = "cpu"
+    engine = _Engine(scheme, engine_name, device, threads)
+    residues = sum(len(t) for t in targets)
+    for query in queries:
+        for target in targets:
+            scheme.check_score_range(len(query), len(target))
+    placed: list[Alignment] = []
+    for query in queries:
+        before = engine.cells
+        placed.extend(_place_query(query, targets, strand_list, engine, parameters, residues,
+                                   evalue, zdrop))
+        if on_cells is not None:
+            on_cells(engine.cells - before)
+    return placed
+
+
+def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: _Engine,
+                 parameters: KarlinAltschul, residues: int, cutoff: float,
+                 zdrop: float) -> list[Alignment]:
+    m = len(query)
+
+    def significant(score: int) -> bool:
+        return score > 0 and parameters.evalue(score, m, residues) <= cutoff
+
+    heap: list = []
+
+    def add_segment(q0: int, q1: int) -> None:
+        if q1 <= q0:
+            return
+        for t_index, target in enumerate(targets):
+            for strand in strand_list:
+                where = _Slice(q0, q1, strand, t_index, 0, len(target))
+                score = engine.score(query, targets, where)
+                if significant(score):
+                    # Unresolved (score only) before resolved among equal scores: a bound
+                    # must be resolved before an equal exact score can be taken as the best.
+                    heapq.heappush(heap, (-score, 0, t_index, strand == "-", q0, q1, where, None))
+
+    add_segment(0, m)
+    free = {(0, m)}
+    pieces: list[Alignment] = []
+    while heap:
+        _, resolved, t_index, minus, q0, _, where, piece = heapq.heappop(heap)
+        if (where.q0, where.q1) not in free:
+            continue
+        if not resolved:
+            piece = engine.align(query, targets, where, zdrop)
+            if piece is not None and significant(piece.score):
+                heapq.heappush(heap, (-piece.score, 1, t_index, minus, q0, where.q1, where, piece))
+            continue
+        pieces.append(piece)
+        free.discard((where.q0, where.q1))
+        for start, end in ((where.q0, piece.query_start), (piece.query_end, where.q1)):
+            if end > start:
+                free.add((start, end))
+                add_segment(start, end)
+    return _finish(query, targets, pieces, strand_list, engine, parameters, residues, cutoff,
+                   zdrop)
+
+
+def _second_best(query: Sequence, targets: list[Sequence], piece: Alignment, strand_list,
+                 engine: _Engine) -> tuple[int, _Slice | None]:
+    """Best score of the piece's query interval anywhere but its own target interval, and where."""
+    best = (0, None)
+    for t_index, target in enumerate(targets):
+        for strand in strand_list:
+            if (target.id, strand) == (piece.target_id, piece.strand):
+                spans = [(0, piece.target_start), (piece.target_end, len(target))]
+            else:
+                spans = [(0, len(target))]
+            for t0, t1 in spans:
+                if t1 <= t0:
+                    continue
+                where = _Slice(piece.query_start, piece.query_end, strand, t_index, t0, t1)
+                score = engine.score(query, targets, where)
+                if score > best[0]:
+                    best = (score, where)
+    return best
+
+
+def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], strand_list,
+            engine: _Engine, parameters: KarlinAltschul, residues: int, cutoff: float,
+            zdrop: float) -> list[Alignment]:
+    """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries."""
+    m = len(query)
+
+    def stats(alignment: Alignment, **changes) -> Alignment:
+        return dataclasses.replace(alignment, evalue=parameters.evalue(alignment.score, m, residues),
+                                   bit_score=parameters.bit_score(alignment.score), **changes)
+
+    order = sorted(range(len(pieces)), key=lambda k: (-pieces[k].score, k))
+    placed, secondaries = [], []
+    for rank, k in enumerate(order):
+        piece = pieces[k]
+        second, where = _second_best(query, targets, piece, strand_list, engine)
+        # A second placement that is not significant is chance, not a rival: it leaves MAPQ 60.
+        rival = second if second > 0 and parameters.evalue(second, m, residues) <= cutoff else None
+        mapq = 0 if second >= piece.score else primary_mapq(piece.score, rival)
+        placed.append(stats(piece, is_primary=True, is_supplementary=rank > 0, mapq=mapq))
+        if where is not None and second >= SECONDARY_RATIO * piece.score:
+            other = engine.align(query, targets, where, zdrop)
+            if other is not None and parameters.evalue(other.score, m, residues) <= cutoff:
+                secondaries.append(stats(other, is_primary=False, is_supplementary=False, mapq=0))
+    return placed + secondaries

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import math
+import random
 
+import oracles
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Alignment, Cigar
-from gpualign_plugin.pairwise.placement import place, primary_mapq
+from gpualign_plugin.pairwise.placement import place, place_local, primary_mapq
+from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.statistics import published_parameters
 
 
 def make(query: str, target: str, score: int, strand: str = "+") -> Alignment:
@@ -129,3 +134,114 @@ def test_placement_matches_a_plain_restatement_of_the_rule(rows):
                              mapq if rank == 0 else 0))
     assert summary(placed) == expected
     assert all(0 <= a.mapq <= 60 for a in placed)
+
+
+# ---- local placement (place_local), docs/ALGORITHMS.md "Local placement" ----
+
+def _random_dna(rng, n):
+    return "".join(rng.choice("ACGT") for _ in range(n))
+
+
+def _mutate(rng, text, rate):
+    out = []
+    for c in text:
+        r = rng.random()
+        if r < rate:
+            out.append(rng.choice("ACGT".replace(c, "")))
+        elif r < rate * 1.2:
+            continue  # a deletion
+        elif r < rate * 1.4:
+            out.append(c + rng.choice("ACGT"))  # an insertion
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _rc(text):
+    return text.translate(str.maketrans("ACGT", "TGCA"))[::-1]
+
+
+def placement_case(seed):
+    """Two targets (one with a repeat), queries of several pieces on both strands, and an
+    unrelated query."""
+    rng = random.Random(seed)
+    t1 = _random_dna(rng, 420)
+    repeat = t1[100:160]
+    t2 = _random_dna(rng, 150) + repeat + _random_dna(rng, 120)
+    targets = [("chrA", t1), ("chrB", t2)]
+    queries = []
+    for k in range(3):
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            source = rng.choice([t1, t2])
+            start = rng.randrange(0, len(source) - 80)
+            piece = _mutate(rng, source[start:start + rng.randint(40, 80)], 0.04)
+            parts.append(_rc(piece) if rng.random() < 0.5 else piece)
+            if rng.random() < 0.5:
+                parts.append(_random_dna(rng, rng.randint(5, 30)))
+        queries.append((f"q{k}", "".join(parts)))
+    # Two neighbouring pieces with 25 residues inserted between them: one alignment bridges
+    # them with a gap unless the Z-drop cuts it.
+    start = rng.randrange(0, 300)
+    queries.append(("bridge", t1[start:start + 50] + _random_dna(rng, 25) + t1[start + 50:start + 100]))
+    queries.append(("unrelated", _random_dna(rng, 120)))
+    queries.append(("repeat", _mutate(rng, repeat, 0.02)))
+    return queries, targets
+
+
+def _records(placed):
+    return [(a.query_id, a.target_id, a.query_start, a.query_end, a.target_start, a.target_end,
+             a.strand, a.score, str(a.cigar), a.is_primary, a.is_supplementary, a.mapq)
+            for a in placed]
+
+
+SCHEME = ScoringScheme.dna()
+PARAMETERS = published_parameters(SCHEME)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("zdrop_bits", [12.0, math.inf])
+def test_local_placement_equals_the_oracle_record_for_record(seed, zdrop_bits):
+    queries, targets = placement_case(seed)
+    encoded_q = [SCHEME.encode(name, text) for name, text in queries]
+    encoded_t = [SCHEME.encode(name, text) for name, text in targets]
+    placed = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=zdrop_bits)
+    zdrop = zdrop_bits * math.log(2) / PARAMETERS.lam
+    expected = oracles.local_placement(queries, targets, SCHEME, PARAMETERS, 1e-5, zdrop)
+    assert _records(placed) == expected
+    by_id = {s.id: s for s in encoded_q + encoded_t}
+    for a in placed:
+        assert a.recompute_score(by_id[a.query_id].codes, by_id[a.target_id].codes, SCHEME) == a.score
+        assert a.evalue == PARAMETERS.evalue(a.score, a.query_length, 750) <= 1e-5
+        assert a.bit_score == PARAMETERS.bit_score(a.score)
+    assert "unrelated" not in {a.query_id for a in placed}
+
+
+def test_pieces_of_a_rearranged_query_are_found_on_both_strands():
+    queries, targets = placement_case(3)
+    rng = random.Random(7)
+    t1 = targets[0][1]
+    # Forward piece, inverted piece, forward piece further left: a rearranged contig.
+    text = t1[200:290] + _rc(t1[330:400]) + _random_dna(rng, 10) + t1[10:90]
+    placed = place_local([SCHEME.encode("contig", text)], [SCHEME.encode(*t) for t in targets],
+                         SCHEME, backend="cpu")
+    pieces = sorted((a.query_start, a.query_end, a.target_start, a.target_end, a.strand)
+                    for a in placed if a.is_primary)
+    assert [p[4] for p in pieces] == ["+", "-", "+"]
+    assert [(p[2], p[3]) for p in pieces] == [(200, 290), (330, 400), (10, 90)]
+    assert [a.is_supplementary for a in placed] == [False, True, True]
+    assert [a.mapq for a in placed] == [60, 60, 60]
+
+
+def test_a_query_on_a_repeat_gets_mapq_0_and_a_secondary():
+    queries, targets = placement_case(0)
+    t1 = targets[0][1]
+    placed = place_local([SCHEME.encode("copy", t1[100:160])], [SCHEME.encode(*t) for t in targets],
+                         SCHEME, backend="cpu")
+    assert [(a.target_id, a.is_primary, a.mapq) for a in placed] == [("chrA", True, 0),
+                                                                     ("chrB", False, 0)]
+
+
+def test_local_placement_refuses_a_bad_evalue():
+    with pytest.raises(InputError, match="--evalue"):
+        place_local([], [], SCHEME, backend="cpu", evalue=0)
