@@ -13,14 +13,13 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Alignment, PairScore
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.pairwise.cpu import MODES, align_pair, score_pair, score_pair_tiled
-from gpualign_plugin.pairwise.placement import place
+from gpualign_plugin.pairwise.placement import place, place_local, strand_signs
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 
-__all__ = ["MODES", "align_pair", "align_records", "align_sequences", "gpu_accepts",
+__all__ = ["MODES", "align_pair", "align_records", "align_sequences", "gpu_accepts", "place_local",
            "score_pair", "score_pair_on", "score_pair_tiled", "strand_signs"]
 
 
@@ -82,23 +81,6 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
     kept = [a for a in results if a is not None and (min_score is None or a.score >= min_score)]
     kept.sort(key=lambda a: (query_rank[a.query_id], target_rank[a.target_id], a.strand == "-"))
     return place(kept, target_order=[t.id for t in targets])
-
-
-def strand_signs(strands: str, scheme: ScoringScheme) -> tuple[str, ...]:
-    """The strands that ``--strand`` ``'both'`` or ``'plus'`` names: ``('+', '-')`` or ``('+',)``.
-
-    Raises
-    ------
-    ValueError
-        ``strands`` is neither ``'both'`` nor ``'plus'``.
-    InputError
-        ``'both'`` with a protein scheme (protein has one strand).
-    """
-    if strands not in ("both", "plus"):
-        raise ValueError(f"strands must be 'both' or 'plus', got {strands!r}")
-    if strands == "both" and not scheme.is_dna:
-        raise InputError("--strand both needs DNA; protein has one strand (use --strand plus)")
-    return ("+", "-") if strands == "both" else ("+",)
 
 
 def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mode: str,

@@ -79,6 +79,23 @@ def place(alignments: Iterable[Alignment],
     return placed
 
 
+def strand_signs(strands: str, scheme: ScoringScheme) -> tuple[str, ...]:
+    """The strands that ``--strand`` ``'both'`` or ``'plus'`` names: ``('+', '-')`` or ``('+',)``.
+
+    Raises
+    ------
+    ValueError
+        ``strands`` is neither ``'both'`` nor ``'plus'``.
+    InputError
+        ``'both'`` with a protein scheme (protein has one strand).
+    """
+    if strands not in ("both", "plus"):
+        raise ValueError(f"strands must be 'both' or 'plus', got {strands!r}")
+    if strands == "both" and not scheme.is_dna:
+        raise InputError("--strand both needs DNA; protein has one strand (use --strand plus)")
+    return ("+", "-") if strands == "both" else ("+",)
+
+
 ZDROP_BITS = 100.0
 """Default Z-drop of :func:`place_local`, in bits (converted to raw score with lambda)."""
 
@@ -308,7 +325,6 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         ``evalue`` and ``bit_score`` are set. A query without a significant
         alignment has none.
     """
-    from gpualign_plugin.pairwise.api import strand_signs
     from gpualign_plugin.runtime.backend import resolve_backend
 
     if not evalue > 0 or not math.isfinite(evalue):
