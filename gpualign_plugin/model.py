@@ -123,7 +123,7 @@ class Alignment:
         Mapping quality (0-60; never 255).
     is_supplementary : bool
         Another part of the same query placed elsewhere (a chimeric or rearranged
-        query: SAM flag 0x800, PAF ``tp:A:I``); its query interval does not overlap
+        query: SAM flag 0x800, PAF ``tp:A:P`` as minimap2 writes them); its query interval does not overlap
         the primary's beyond the placement rule's allowance.
     evalue, bit_score : float or None
         Karlin-Altschul E-value and bit score of a local alignment, where the

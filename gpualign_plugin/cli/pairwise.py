@@ -1,22 +1,28 @@
-"""``gpualign pairwise``: exact pairwise alignment of every query record to every target record."""
+"""``gpualign pairwise``: exact local placement (default) or end-to-end alignment of query records on targets."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
                                         add_scoring_options, apply_threads, command_line,
                                         describe_device, output_formats, scheme_from_args)
+from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
+from gpualign_plugin.pairwise.placement import DEFAULT_EVALUE, ZDROP_BITS
 
 log = logging.getLogger("gpualign")
 
 FORMATS = {".bam": "bam", ".sam": "sam", ".paf": "paf", ".txt": "txt"}
 
 EPILOG = """examples:
-  # place contigs on a reference, both strands, sorted and indexed BAM plus PAF
-  gpualign pairwise --query contigs.fa --target ref.fa --mode semiglobal --out contigs.bam --out contigs.paf
+  # place contigs on a reference: every significant local alignment, both strands, sorted and
+  # indexed BAM (primary, supplementary, unmapped records) plus PAF
+  gpualign pairwise --query contigs.fa --target ref.fa --out contigs.bam --out contigs.paf
+  # each query end to end on every target and strand (best one primary)
+  gpualign pairwise --query genes.fa --target ref.fa --mode semiglobal --out genes.paf
   # local alignment of two proteins, EMBOSS-like text
   gpualign pairwise -q a.fa -t b.fa --matrix BLOSUM62 --strand plus --out a_b.txt
   # only some pairs, on the GPU if there is one
@@ -27,9 +33,13 @@ def register(subparsers) -> None:
     """Add the ``pairwise`` subcommand."""
     parser = subparsers.add_parser(
         "pairwise", help="exact local/global/semi-global alignment of query records to target records",
-        description="Align every query record to every target record (or the pairs listed with "
-                    "--pairs) exactly, keep the best alignment per query, target and strand scoring at "
-                    "least --min-score, flag the best of each query primary, and write BAM/SAM/PAF/text.",
+        description="Local mode (default) places each query record: every significant local alignment "
+                    "(E-value at most --evalue) on any target and strand, non-overlapping on the query, "
+                    "the best primary, the others supplementary, close second placements secondary, "
+                    "queries with none unmapped (docs/ALGORITHMS.md, 'Local placement'). Global and "
+                    "semiglobal modes align each query end to end to every target (or the pairs listed "
+                    "with --pairs) and strand and keep the best (--secondary: all) scoring at least "
+                    "--min-score. Writes BAM/SAM/PAF/text.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
     parser.add_argument("-t", "--target", required=True, metavar="FASTA", help="target sequences (FASTA, .gz ok)")
@@ -39,20 +49,45 @@ def register(subparsers) -> None:
     parser.add_argument("--format", choices=sorted(set(FORMATS.values())),
                         help="output format for every --out (default: from each extension)")
     parser.add_argument("--mode", choices=("local", "global", "semiglobal"), default="local",
-                        help="local (Smith-Waterman-Gotoh), global (Needleman-Wunsch-Gotoh) or semiglobal "
-                             "(query end to end, free end gaps on the target) [local]")
+                        help="local (Smith-Waterman-Gotoh placement: every significant piece), global "
+                             "(Needleman-Wunsch-Gotoh) or semiglobal (query end to end, free end gaps on "
+                             "the target) [local]")
+    parser.add_argument("--evalue", default=str(DEFAULT_EVALUE), metavar="E",
+                        help="local mode: report alignments with an E-value at most E (Karlin-Altschul, "
+                             f"whole query against all targets) [{DEFAULT_EVALUE:g}]")
+    parser.add_argument("--secondary", action="store_true",
+                        help="global/semiglobal: also write the alignments on the other targets and "
+                             "strands as secondary (default: the best of each query only)")
     parser.add_argument("--strand", choices=("both", "plus"),
                         help="align the query's reverse complement too [both for DNA, plus for protein]")
     parser.add_argument("--pairs", metavar="FILE", help="align only these pairs: 'QUERY_ID TARGET_ID' a line")
     parser.add_argument("--min-score", type=int, metavar="N",
                         help="drop alignments scoring below N [local: 1; global/semiglobal: keep all]")
+    parser.add_argument("--zdrop", type=float, default=ZDROP_BITS, metavar="BITS",
+                        help="local mode: cut an alignment where its score drops more than BITS below "
+                             f"its running maximum ('inf': never) [{ZDROP_BITS:g}]")
     add_scoring_options(parser, "dna")
     add_compute_options(parser)
     parser.set_defaults(run=run)
 
 
-def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -> None:
-    """Write ``alignments`` to every ``(path, format)`` in ``outputs``: all of them, or none on failure."""
+def parse_evalue(text: str) -> float:
+    """The ``--evalue`` value: a positive finite number, else :class:`InputError`."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InputError(f"--evalue must be a positive number, got {text!r}")
+    return value
+
+
+def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str,
+                  unmapped=()) -> None:
+    """Write ``alignments`` to every ``(path, format)`` in ``outputs``: all of them, or none on failure.
+
+    ``unmapped`` queries become unmapped records in SAM/BAM (the other formats have none).
+    """
     from gpualign_plugin.io.paf import write_paf
     from gpualign_plugin.io.pairwise_text import write_pairwise_text
     from gpualign_plugin.io.sam import write_alignments
@@ -61,7 +96,8 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str) -
     with all_or_none() as written:
         for path, fmt in outputs:
             if fmt in ("bam", "sam"):
-                write_alignments(path, alignments, query_by_id, targets, scheme, cmdline, fmt=fmt)
+                write_alignments(path, alignments, query_by_id, targets, scheme, cmdline, fmt=fmt,
+                                 unmapped=unmapped)
                 written += [path, path + ".bai", path + ".csi"]
             elif fmt == "paf":
                 write_paf(path, alignments)
@@ -79,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.runtime.backend import resolve_backend
 
     scheme = scheme_from_args(args)
+    evalue = parse_evalue(args.evalue)
+    if math.isnan(args.zdrop) or args.zdrop <= 0:
+        raise InputError(f"--zdrop must be a positive number of bits or inf, got {args.zdrop}")
     outputs = output_formats(args.out, args.format, FORMATS)
     for path, _ in outputs:
         check_writable(path)
@@ -96,12 +135,52 @@ def run(args: argparse.Namespace) -> int:
     else:
         lengths = {s.id: len(s) for s in queries + targets}
         total = sum(lengths[q] * lengths[t] for q, t in pairs) * n_strands
+    unmapped = []
     with Progress(total, "pairwise") as progress:
-        alignments = align_records(queries, targets, scheme, args.mode, strands, min_score, engine,
-                                   args.device, pairs, threads, on_pair_done=progress.advance)
-    stats.cells = total
+        if args.mode == "local":
+            alignments, unmapped, cells = _place(queries, targets, pairs, scheme, engine, evalue, strands,
+                                                 threads, args, min_score, progress.advance)
+        else:
+            alignments = align_records(queries, targets, scheme, args.mode, strands, min_score, engine,
+                                       args.device, pairs, threads, on_pair_done=progress.advance)
+            if not args.secondary:
+                alignments = [a for a in alignments if a.is_primary]
+            cells = total
+    stats.cells = cells
     stats.finish()
     log.info("%d alignments of %d queries (%s, %.2f GCUPS)", len(alignments), len(queries), engine, stats.gcups)
-    write_outputs(outputs, alignments, queries, targets, scheme, command_line(args))
+    write_outputs(outputs, alignments, queries, targets, scheme, command_line(args), unmapped)
     stats.write(args.stats)
     return 0
+
+
+def _place(queries, targets, pairs, scheme, engine, evalue, strands, threads, args, min_score, advance):
+    """Local placement of every query (on its listed targets with ``--pairs``).
+
+    Returns the alignments, the queries left unmapped and the DP cells computed.
+    """
+    from gpualign_plugin.pairwise.api import place_local
+
+    cells = [0]
+
+    def count(n: int) -> None:
+        cells[0] += n
+        advance(n)
+
+    options = dict(backend=engine, evalue=evalue, strands=strands, threads=threads, device=args.device,
+                   zdrop_bits=args.zdrop, min_score=min_score, on_cells=count)
+    if pairs is None:
+        alignments = place_local(queries, targets, scheme, **options)
+        asked = queries
+    else:
+        listed: dict[str, list] = {}
+        for query_id, target_id in pairs:
+            listed.setdefault(query_id, []).append(target_id)
+        alignments, asked = [], []
+        for query in queries:
+            if query.id in listed:
+                asked.append(query)
+                mine = [t for t in targets if t.id in set(listed[query.id])]
+                alignments += place_local([query], mine, scheme, **options)
+    placed = {a.query_id for a in alignments}
+    return alignments, [q for q in asked if q.id not in placed], cells[0]

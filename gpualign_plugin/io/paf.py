@@ -7,8 +7,10 @@ Each alignment is one line of minimap2's twelve tab-separated columns::
 0-based half-open coordinates on the forward strand of both sequences (as
 minimap2 writes them, also for ``-``), ``nmatch`` the identical columns and
 ``alen`` the alignment block length (``=``, ``X``, ``I`` and ``D`` columns). Then
-the tags ``tp:A:P`` (primary) or ``tp:A:S`` (secondary), ``AS:i`` (score),
-``NM:i`` (mismatches plus gap columns) and last ``cg:Z`` (the CIGAR along the
+the tags ``tp:A:P`` (primary, and as minimap2 writes them, supplementary pieces of a
+query placed elsewhere) or ``tp:A:S`` (secondary), ``AS:i`` (score), ``NM:i``
+(mismatches plus gap columns), ``ZE:f`` and ``ZB:f`` (E-value and bit score, where
+the alignment has them, ``%.3g`` and ``%.1f``) and last ``cg:Z`` (the CIGAR along the
 target in ``=``/``X`` form, as ``minimap2 --eqx`` writes it; minimap2's default
 is ``M`` form). On the minus strand the CIGAR reads the reverse complement of
 the query, as in minimap2.
@@ -36,8 +38,10 @@ def paf_line(alignment: Alignment) -> str:
     a = alignment
     fields = [a.query_id, a.query_length, a.query_start, a.query_end, a.strand, a.target_id,
               a.target_length, a.target_start, a.target_end, a.matches, a.columns, a.mapq,
-              f"tp:A:{'P' if a.is_primary else 'S'}", f"AS:i:{a.score}", f"NM:i:{a.edit_distance}",
-              f"cg:Z:{a.cigar}"]
+              f"tp:A:{'P' if a.is_primary else 'S'}", f"AS:i:{a.score}", f"NM:i:{a.edit_distance}"]
+    if a.evalue is not None:
+        fields += [f"ZE:f:{a.evalue:.3g}", f"ZB:f:{a.bit_score:.1f}"]
+    fields.append(f"cg:Z:{a.cigar}")
     return "\t".join(str(field) for field in fields)
 
 

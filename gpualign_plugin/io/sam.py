@@ -2,23 +2,34 @@
 
 Record layout (one record per :class:`~gpualign_plugin.model.Alignment`):
 
-* FLAG: 16 on the minus strand, 256 for a secondary alignment (see
-  :func:`gpualign_plugin.pairwise.placement.place`); no other bits.
+* FLAG: 16 on the minus strand, 256 for a secondary alignment, 2048 for a
+  supplementary one (another piece of a query placed elsewhere, see
+  :func:`gpualign_plugin.pairwise.placement.place_local`), 4 for an unmapped query;
+  no other bits.
 * POS, MAPQ from the alignment; RNEXT ``*``, PNEXT 0, TLEN 0.
-* CIGAR in ``=``/``X`` form with soft clips (``S``) for the unaligned ends of the
-  query, so that the query length is recoverable from every record. Along the
-  target, like SEQ: on the minus strand the CIGAR reads the reverse complement of
-  the query, and its leading clip is the query's 3' end.
-* SEQ: the whole query, reverse-complemented on the minus strand, in **upper
-  case**. The SAM spec says no assumption can be made on the letter case of SEQ and
-  BAM's 4-bit encoding cannot keep it, so soft-masking is not carried into SAM/BAM.
-  SEQ is ``*`` on secondary records (as minimap2 does: whole-genome queries are not
-  repeated) and on every record of a protein alignment, because BAM's 4-bit
-  nucleotide encoding cannot hold amino acids. QUAL is ``*``.
+* CIGAR in ``=``/``X`` form with clips for the unaligned ends of the query, so that
+  the query length is recoverable from every record: soft clips (``S``) on primary and
+  secondary records, hard clips (``H``) on supplementary ones (as minimap2 writes
+  them). Along the target, like SEQ: on the minus strand the CIGAR reads the reverse
+  complement of the query, and its leading clip is the query's 3' end.
+* SEQ: the whole query (supplementary: the aligned part), reverse-complemented on the
+  minus strand, in **upper case**. The SAM spec says no assumption can be made on the
+  letter case of SEQ and BAM's 4-bit encoding cannot keep it, so soft-masking is not
+  carried into SAM/BAM. SEQ is ``*`` on secondary records (as minimap2 does:
+  whole-genome queries are not repeated) and on every record of a protein alignment,
+  because BAM's 4-bit nucleotide encoding cannot hold amino acids. QUAL is ``*``.
 * Tags: ``AS:i`` score, ``NM:i`` mismatches plus gap columns, ``MD:Z`` (from the
   target's residues, upper case) and ``de:f``, minimap2's gap-compressed
   divergence ``(mismatches + gap opens) / (matches + mismatches + gap opens)``;
-  one minus ``de`` is the gap-compressed identity.
+  one minus ``de`` is the gap-compressed identity. ``ZE:f`` (E-value) and ``ZB:f``
+  (bit score) where the alignment has them (local placement; ``f`` is a 32-bit
+  float, so E-values below about 1e-45 read 0, as BLAST prints 0.0 below 1e-180).
+  On the primary and supplementary records of a query with several pieces, ``SA:Z``
+  lists the others (``rname,pos,strand,CIGAR,mapQ,NM;`` with a soft-clipped ``M``
+  CIGAR, the SAM spec's form).
+* Unmapped queries given to :func:`write_alignments` are written last, flag 4, RNAME
+  ``*``, POS 0, MAPQ 0, CIGAR ``*``, SEQ the query (``*`` for protein), no tags, so that
+  ``samtools flagstat`` counts them.
 * CIGARs of more than 65,535 operations are stored the BAM way by htslib itself
   (CIGAR ``<query length>S<target span>N``, the real CIGAR in ``CG:B,I``);
   pysam and samtools restore the real CIGAR on reading. SAM text keeps it inline.
@@ -48,14 +59,16 @@ Target = Union[Sequence, tuple]
 BAI_MAX_LENGTH = 1 << 29
 """Longest reference a ``.bai`` index can address (2^29 bp, about 537 Mbp); longer ones need ``.csi``."""
 
+FLAG_UNMAPPED = 4
 FLAG_REVERSE = 16
 FLAG_SECONDARY = 256
+FLAG_SUPPLEMENTARY = 2048
 
-_CIGAR_CODES = {"M": 0, "I": 1, "D": 2, "N": 3, "S": 4, "=": 7, "X": 8}
+_CIGAR_CODES = {"M": 0, "I": 1, "D": 2, "N": 3, "S": 4, "H": 5, "=": 7, "X": 8}
 
 
-def soft_clipped_cigar(alignment: Alignment) -> Cigar:
-    """The alignment's CIGAR with ``S`` runs for the query residues outside the alignment.
+def soft_clipped_cigar(alignment: Alignment, clip: str = "S") -> Cigar:
+    """The alignment's CIGAR with ``clip`` runs (``S`` or ``H``) for the query residues outside it.
 
     On the minus strand the record's SEQ is the reverse complement of the query,
     so the leading clip is ``query_length - query_end`` and the trailing one
@@ -66,7 +79,33 @@ def soft_clipped_cigar(alignment: Alignment) -> Cigar:
     tail = alignment.query_length - alignment.query_end
     if alignment.strand == "-":
         head, tail = tail, head
-    return Cigar.from_runs([(head, "S"), *alignment.cigar.runs, (tail, "S")])
+    return Cigar.from_runs([(head, clip), *alignment.cigar.runs, (tail, clip)])
+
+
+def sa_entry(alignment: Alignment) -> str:
+    """One ``SA:Z`` entry: ``rname,pos,strand,CIGAR,mapQ,NM;`` (1-based pos, soft-clipped M CIGAR)."""
+    cigar = soft_clipped_cigar(alignment).to_m_form()
+    return (f"{alignment.target_id},{alignment.target_start + 1},{alignment.strand},{cigar},"
+            f"{alignment.mapq},{alignment.edit_distance};")
+
+
+def supplementary_tags(alignments: list[Alignment]) -> list[str | None]:
+    """The ``SA:Z`` value of each alignment (``None`` where it gets none).
+
+    The primary and supplementary records of one query (``is_primary``) each list
+    all the others of that query, in input order; secondary records and queries
+    with one piece get none.
+    """
+    pieces: dict[str, list[int]] = {}
+    for k, alignment in enumerate(alignments):
+        if alignment.is_primary:
+            pieces.setdefault(alignment.query_id, []).append(k)
+    tags: list[str | None] = [None] * len(alignments)
+    for members in pieces.values():
+        if len(members) > 1:
+            for k in members:
+                tags[k] = "".join(sa_entry(alignments[other]) for other in members if other != k)
+    return tags
 
 
 def md_tag(cigar: Cigar, target_text: str) -> str:
@@ -166,18 +205,21 @@ def sam_header(targets: Iterable[Target], command_line: str,
 
 
 def _record(alignment: Alignment, header: pysam.AlignmentHeader, reference_id: int,
-            target: Sequence | None, query: Sequence | None, with_seq: bool) -> pysam.AlignedSegment:
+            target: Sequence | None, query: Sequence | None, with_seq: bool,
+            sa: str | None = None) -> pysam.AlignedSegment:
     if target is None:
         raise ValueError(f"target {alignment.target_id!r} was given without its sequence; "
                          "MD needs the residues")
     if alignment.target_length != len(target):
         raise ValueError(f"alignment of {alignment.query_id!r} says target {alignment.target_id!r} "
                          f"has {alignment.target_length} residues, the record has {len(target)}")
-    cigar = soft_clipped_cigar(alignment)
+    hard = alignment.is_supplementary
+    cigar = soft_clipped_cigar(alignment, "H" if hard else "S")
     record = pysam.AlignedSegment(header)
     record.query_name = alignment.query_id
     record.flag = ((FLAG_REVERSE if alignment.strand == "-" else 0)
-                   | (0 if alignment.is_primary else FLAG_SECONDARY))
+                   | (0 if alignment.is_primary else FLAG_SECONDARY)
+                   | (FLAG_SUPPLEMENTARY if hard else 0))
     record.reference_id = reference_id
     record.reference_start = alignment.target_start
     record.mapping_quality = alignment.mapq
@@ -188,18 +230,40 @@ def _record(alignment: Alignment, header: pysam.AlignmentHeader, reference_id: i
         if len(query) != alignment.query_length:
             raise ValueError(f"alignment says query {alignment.query_id!r} has "
                              f"{alignment.query_length} residues, the record has {len(query)}")
-        text = reverse_complement_text(query.text) if alignment.strand == "-" else query.text
+        text = query.text[alignment.query_start:alignment.query_end] if hard else query.text
+        text = reverse_complement_text(text) if alignment.strand == "-" else text
         record.query_sequence = text.upper()
     record.next_reference_id = -1
     record.next_reference_start = -1
     record.template_length = 0
-    record.set_tags([
+    tags = [
         ("AS", int(alignment.score), "i"),
         ("NM", alignment.edit_distance, "i"),
         ("MD", md_tag(alignment.cigar,
                       target.text[alignment.target_start:alignment.target_end]), "Z"),
         ("de", gap_compressed_divergence(alignment), "f"),
-    ])
+    ]
+    if alignment.evalue is not None:
+        tags += [("ZE", float(alignment.evalue), "f"), ("ZB", float(alignment.bit_score), "f")]
+    if sa is not None:
+        tags.append(("SA", sa, "Z"))
+    record.set_tags(tags)
+    return record
+
+
+def _unmapped_record(query: Sequence, header: pysam.AlignmentHeader,
+                     with_seq: bool) -> pysam.AlignedSegment:
+    record = pysam.AlignedSegment(header)
+    record.query_name = query.id
+    record.flag = FLAG_UNMAPPED
+    record.reference_id = -1
+    record.reference_start = -1
+    record.mapping_quality = 0
+    record.next_reference_id = -1
+    record.next_reference_start = -1
+    record.template_length = 0
+    if with_seq:
+        record.query_sequence = query.text.upper()
     return record
 
 
@@ -231,7 +295,8 @@ def _atomic_bam(path: str, lengths: list[int], index: bool) -> Iterator[str]:
 def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
                      queries: dict[str, Sequence] | None, targets: Iterable[Target],
                      scheme: ScoringScheme, command_line: str, fmt: str = "bam",
-                     sort: bool = True, index: bool = True) -> None:
+                     sort: bool = True, index: bool = True,
+                     unmapped: Iterable[Sequence] = ()) -> None:
     """Write alignments as a SAM or BAM file (layout in the module docstring).
 
     Parameters
@@ -260,6 +325,9 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
         For sorted BAM only: write ``PATH.bai``, or ``PATH.csi`` when a target is
         longer than 2^29 bp. Ignored for SAM. An index left by an earlier run
         that this call does not rewrite is removed.
+    unmapped : iterable of Sequence
+        Queries written as unmapped records (flag 4) after all the alignments, in
+        the order given (local placement: the queries with nothing significant).
 
     Raises
     ------
@@ -285,6 +353,8 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
                                              alignments[i].strand == "-", i))
     header = sam_header([(name, length) for name, length, _ in entries], command_line, sort)
     queries = queries or {}
+    sa_tags = supplementary_tags(alignments)
+    unmapped = list(unmapped)
 
     def write(tmp: str) -> None:
         with pysam.AlignmentFile(tmp, "wb" if fmt == "bam" else "w", header=header) as out:
@@ -293,7 +363,9 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
                 reference_id = reference_ids[alignment.target_id]
                 out.write(_record(alignment, header, reference_id, entries[reference_id][2],
                                   queries.get(alignment.query_id),
-                                  scheme.is_dna and alignment.is_primary))
+                                  scheme.is_dna and alignment.is_primary, sa_tags[i]))
+            for query in unmapped:
+                out.write(_unmapped_record(query, header, scheme.is_dna))
 
     if fmt == "bam":
         with _atomic_bam(path, [length for _, length, _ in entries], index and sort) as tmp:

@@ -285,6 +285,7 @@ def karlin_altschul(scheme: ScoringScheme) -> KarlinAltschul:
 def place_local(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
                 backend: str = "auto", evalue: float = DEFAULT_EVALUE, strands: str = "both",
                 threads: int | None = None, device: int = 0, zdrop_bits: float = ZDROP_BITS,
+                min_score: int = 1,
                 on_cells: Callable[[int], None] | None = None) -> list[Alignment]:
     """Every significant local alignment of each query, non-overlapping on the query, placed.
 
@@ -312,6 +313,9 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         CUDA device ordinal.
     zdrop_bits : float
         Z-drop in bits; ``math.inf`` gives the plain definition (no cut).
+    min_score : int
+        Also required of every reported alignment (like the E-value cutoff, a
+        floor on the score: together they are the significance test).
     on_cells : callable, optional
         Called with the DP cells of each query when it is done (progress).
 
@@ -347,7 +351,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     for query in queries:
         before = engine.cells
         placed.extend(_place_query(query, targets, strand_list, engine, parameters, residues,
-                                   evalue, zdrop))
+                                   evalue, zdrop, max(1, min_score)))
         if on_cells is not None:
             on_cells(engine.cells - before)
     return placed
@@ -355,11 +359,11 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
 
 def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: _Engine,
                  parameters: KarlinAltschul, residues: int, cutoff: float,
-                 zdrop: float) -> list[Alignment]:
+                 zdrop: float, min_score: int) -> list[Alignment]:
     m = len(query)
 
     def significant(score: int) -> bool:
-        return score > 0 and parameters.evalue(score, m, residues) <= cutoff
+        return score >= min_score and parameters.evalue(score, m, residues) <= cutoff
 
     heap: list = []
 
@@ -393,7 +397,7 @@ def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: 
             if end > start:
                 free.add((start, end))
                 add_segment(start, end)
-    return _finish(query, targets, pieces, strand_list, engine, parameters, residues, cutoff,
+    return _finish(query, targets, pieces, strand_list, engine, significant, parameters, residues,
                    zdrop)
 
 
@@ -418,8 +422,8 @@ def _second_best(query: Sequence, targets: list[Sequence], piece: Alignment, str
 
 
 def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], strand_list,
-            engine: _Engine, parameters: KarlinAltschul, residues: int, cutoff: float,
-            zdrop: float) -> list[Alignment]:
+            engine: _Engine, significant: Callable[[int], bool], parameters: KarlinAltschul,
+            residues: int, zdrop: float) -> list[Alignment]:
     """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries."""
     m = len(query)
 
@@ -433,11 +437,11 @@ def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], s
         piece = pieces[k]
         second, where = _second_best(query, targets, piece, strand_list, engine)
         # A second placement that is not significant is chance, not a rival: it leaves MAPQ 60.
-        rival = second if second > 0 and parameters.evalue(second, m, residues) <= cutoff else None
+        rival = second if significant(second) else None
         mapq = 0 if second >= piece.score else primary_mapq(piece.score, rival)
         placed.append(stats(piece, is_primary=True, is_supplementary=rank > 0, mapq=mapq))
         if where is not None and second >= SECONDARY_RATIO * piece.score:
             other = engine.align(query, targets, where, zdrop)
-            if other is not None and parameters.evalue(other.score, m, residues) <= cutoff:
+            if other is not None and significant(other.score):
                 secondaries.append(stats(other, is_primary=False, is_supplementary=False, mapq=0))
     return placed + secondaries

@@ -155,9 +155,14 @@ def test_stats_file_records_engine_cells_and_gcups(genomes, tmp_path):
     query, target = genomes
     stats = tmp_path / "stats.json"
     assert run_cli("-q", query, "-t", target, "--out", tmp_path / "x.paf", "--backend", "cpu",
-                   "--stats", stats) == 0
+                   "--mode", "semiglobal", "--stats", stats) == 0
     data = json.loads(stats.read_text())
     assert data["engine"] == "cpu" and data["cells"] == (500 + 350) * 3000 * 2 and data["gcups"] > 0
+    # Local placement also scores the second-best placement of every piece: more cells.
+    assert run_cli("-q", query, "-t", target, "--out", tmp_path / "x.paf", "--backend", "cpu",
+                   "--stats", stats) == 0
+    data = json.loads(stats.read_text())
+    assert data["cells"] > (500 + 350) * 3000 * 2 and data["gcups"] > 0
 
 
 BAD_INPUTS = [
@@ -180,6 +185,10 @@ BAD_INPUTS = [
     ("unwritable_stats", ">a\nACGT\n", ["--stats", "{tmp}/no/such/dir/s.json"],
      ["s.json", "output directory does not exist"]),
     ("protein_both_strands", ">p\nMKVLHEEQRSTW\n", ["--matrix", "BLOSUM62", "--strand", "both"], ["--strand both"]),
+    ("evalue_zero", ">a\nACGT\n", ["--evalue", "0"], ["--evalue", "'0'"]),
+    ("evalue_negative", ">a\nACGT\n", ["--evalue=-1e-5"], ["--evalue", "'-1e-5'"]),
+    ("evalue_text", ">a\nACGT\n", ["--evalue", "small"], ["--evalue", "'small'"]),
+    ("evalue_nan", ">a\nACGT\n", ["--evalue", "nan"], ["--evalue"]),
 ]
 
 
@@ -200,7 +209,8 @@ def test_bad_input_gives_one_line_exit_2_and_no_output(tmp_path, capsys, name, t
     for word in words:
         assert word in err[0]
     if text is not None and name not in ("bad_gap_open", "bad_gap_extend", "bad_extension", "unwritable",
-                                         "unwritable_stats", "protein_both_strands"):
+                                         "unwritable_stats", "protein_both_strands") \
+            and not name.startswith("evalue"):
         assert str(query) in err[0]
     assert sorted(os.listdir(tmp_path)) == sorted(["q.fa", "t.fa"] if text is not None else ["t.fa"])
 
@@ -228,3 +238,58 @@ def test_console_script_help_and_version():
     assert version.returncode == 0 and version.stdout.startswith("gpualign ")
     helptext = subprocess.run(command + ["pairwise", "--help"], capture_output=True, text=True).stdout
     assert "examples:" in helptext and "--mode" in helptext and "--backend" in helptext
+
+
+def test_local_placement_writes_pieces_supplementary_and_unmapped_records(tmp_path):
+    """A rearranged contig (forward piece, inverted piece, piece from another record), a plain
+    one and an unrelated one: primary + 2 supplementary with SA tags and hard clips, one
+    primary, one unmapped; samtools flagstat counts them so; PAF has the same pieces."""
+    chr1, chr2 = random_dna(3000), random_dna(2000)
+    rearranged = chr1[100:700] + reverse_complement_text(chr1[1500:1900]) + chr2[200:500]
+    target = tmp_path / "ref.fa"
+    target.write_text(f">chr1\n{chr1}\n>chr2\n{chr2}\n")
+    query = tmp_path / "contigs.fa"
+    query.write_text(f">rearranged\n{rearranged}\n>plain\n{chr2[900:1400]}\n"
+                     f">unrelated\n{random_dna(2000)}\n")
+    bam, paf = tmp_path / "out.bam", tmp_path / "out.paf"
+    assert run_cli("-q", query, "-t", target, "--out", bam, "--out", paf, "--backend", "cpu") == 0
+    with pysam.AlignmentFile(str(bam)) as handle:
+        records = list(handle)
+    pieces = sorted((r.reference_name, r.reference_start, r.reference_end, r.is_reverse,
+                     r.is_supplementary) for r in records if r.query_name == "rearranged")
+    expected = [("chr1", 100, 700, False, False), ("chr1", 1500, 1900, True, True),
+                ("chr2", 200, 500, False, True)]
+    # A piece's ends may run a few residues on where the neighbouring sequence matches by chance.
+    assert [(p[0], p[3], p[4]) for p in pieces] == [(e[0], e[3], e[4]) for e in expected]
+    assert all(abs(p[1] - e[1]) <= 4 and abs(p[2] - e[2]) <= 4 for p, e in zip(pieces, expected))
+    for record in records:
+        if record.query_name == "rearranged":
+            assert len(record.get_tag("SA").rstrip(";").split(";")) == 2
+            assert record.get_tag("ZE") < 1e-100 and record.get_tag("ZB") > 300
+            clip = "H" if record.is_supplementary else "S"
+            assert clip in record.cigarstring and ("S" if clip == "H" else "H") not in record.cigarstring
+            assert record.infer_read_length() == len(rearranged)
+    unmapped = [r for r in records if r.is_unmapped]
+    assert [(r.query_name, r.query_length, r.flag) for r in unmapped] == [("unrelated", 2000, 4)]
+    assert records[-1].is_unmapped
+    flagstat = subprocess.run(["samtools", "flagstat", "-O", "tsv", str(bam)], capture_output=True,
+                              text=True, check=True).stdout
+    counts = {fields[2]: int(fields[0]) for fields in (line.split("\t") for line in flagstat.splitlines())
+              if fields[0].isdigit()}
+    assert counts["primary"] == 3 and counts["supplementary"] == 2 and counts["secondary"] == 0
+    assert counts["primary mapped"] == 2 and counts["mapped"] == 4
+    rows = read_paf(str(paf))
+    assert sorted((r["qname"], r["tp"]) for r in rows) == [("plain", "P"), ("rearranged", "P"),
+                                                           ("rearranged", "P"), ("rearranged", "P")]
+    assert all(r["ZE"] < 1e-100 and r["ZB"] > 300 for r in rows)
+
+
+def test_end_to_end_modes_write_the_best_only_unless_secondary_is_asked(genomes, tmp_path):
+    query, target = genomes
+    paf = tmp_path / "out.paf"
+    assert run_cli("-q", query, "-t", target, "--mode", "global", "--out", paf, "--backend", "cpu") == 0
+    assert sorted((r["qname"], r["tp"]) for r in read_paf(str(paf))) == [("contig1", "P"), ("contig2", "P")]
+    assert run_cli("-q", query, "-t", target, "--mode", "global", "--secondary", "--out", paf,
+                   "--backend", "cpu") == 0
+    rows = read_paf(str(paf))
+    assert len(rows) == 8 and sum(r["tp"] == "S" for r in rows) == 6
