@@ -223,7 +223,7 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
     ``queries`` and ``targets`` are lists of ``(id, text)``. Returns one tuple per record:
     ``(query, target, qs, qe, ts, te, strand, score, cigar, primary, supplementary, mapq)``.
     """
-    residues = sum(len(text) for _, text in targets)
+    residues = (sum(len(text) for _, text in targets), len(targets))
     complement = str.maketrans("ACGTacgt", "TGCAtgca")
 
     def oriented(text, q0, q1, strand):
@@ -235,7 +235,7 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
         m = len(text)
 
         def significant(score):
-            return score > 0 and parameters.evalue(score, m, residues) <= evalue
+            return score > 0 and parameters.evalue(score, m, *residues) <= evalue
 
         def solve(q0, q1, strand, t_index, t0, t1):
             found = _cut_local(oriented(text, q0, q1, strand), targets[t_index][1][t0:t1], scheme,

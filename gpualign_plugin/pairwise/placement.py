@@ -19,10 +19,8 @@ import numpy as np
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Alignment, Cigar
-from gpualign_plugin.scoring import (ScoringScheme, Sequence,
-                                     reverse_complement_codes)
-from gpualign_plugin.statistics import (KarlinAltschul, primary_mapq,
-                                        published_parameters)
+from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
+from gpualign_plugin.statistics import KarlinAltschul, parameters_for, primary_mapq
 
 
 def place(alignments: Iterable[Alignment],
@@ -266,22 +264,6 @@ def cut_alignment(pair, q: np.ndarray, t: np.ndarray, scheme: ScoringScheme, zdr
                      where.t0 + te, where.strand, score, cigar, "local")
 
 
-def karlin_altschul(scheme: ScoringScheme) -> KarlinAltschul:
-    """The Karlin-Altschul parameters placement uses for ``scheme``.
-
-    Raises
-    ------
-    InputError
-        When ``scheme`` has none (placement cannot tell significant from chance).
-    """
-    parameters = published_parameters(scheme)
-    if parameters is None:
-        raise InputError(f"local placement needs Karlin-Altschul parameters and the scoring scheme "
-                         f"{scheme.name} (gap open {scheme.gap_open}, extend {scheme.gap_extend}) "
-                         "has no published ones; use a BLAST scheme (DNA: 2/-3 with gaps 5/2)")
-    return parameters
-
-
 def place_local(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
                 backend: str = "auto", evalue: float = DEFAULT_EVALUE, strands: str = "both",
                 threads: int | None = None, device: int = 0, zdrop_bits: float = ZDROP_BITS,
@@ -299,12 +281,15 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     queries, targets : list of Sequence
         Encoded records (same scheme); targets in file order (the tie-break).
     scheme : ScoringScheme
-        Substitution scores and gap costs; must have Karlin-Altschul parameters.
+        Substitution scores and gap costs.
     backend : {'auto', 'cpu', 'gpu'}
         Engine; the result is the same on both.
     evalue : float
-        Largest E-value reported (``E = K m N exp(-lambda S)``, ``m`` the whole
-        query's length, ``N`` all target residues); must be positive.
+        Largest E-value reported: BLAST's E-value of the score
+        (:meth:`~gpualign_plugin.statistics.KarlinAltschul.evalue` with ``m`` the
+        whole query's length, ``N`` all target residues, ``R`` the target records;
+        parameters from :func:`~gpualign_plugin.statistics.parameters_for`); must be
+        positive.
     strands : {'both', 'plus'}
         ``'both'`` also aligns the reverse complement (DNA only).
     threads : int, optional
@@ -334,7 +319,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     if not evalue > 0 or not math.isfinite(evalue):
         raise InputError(f"--evalue must be a positive number, got {evalue!r}")
     strand_list = strand_signs(strands, scheme)
-    parameters = karlin_altschul(scheme)
+    parameters = parameters_for(scheme)
     zdrop = zdrop_bits * math.log(2.0) / parameters.lam
     engine_name = resolve_backend(backend, device)
     if engine_name == "gpu":
@@ -343,14 +328,14 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         if not gpu.accepts(scheme):
             engine_name = "cpu"
     engine = _Engine(scheme, engine_name, device, threads)
-    residues = sum(len(t) for t in targets)
+    database = (sum(len(t) for t in targets), len(targets))
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target))
     placed: list[Alignment] = []
     for query in queries:
         before = engine.cells
-        placed.extend(_place_query(query, targets, strand_list, engine, parameters, residues,
+        placed.extend(_place_query(query, targets, strand_list, engine, parameters, database,
                                    evalue, zdrop, max(1, min_score)))
         if on_cells is not None:
             on_cells(engine.cells - before)
@@ -358,12 +343,12 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
 
 
 def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: _Engine,
-                 parameters: KarlinAltschul, residues: int, cutoff: float,
+                 parameters: KarlinAltschul, database: tuple[int, int], cutoff: float,
                  zdrop: float, min_score: int) -> list[Alignment]:
     m = len(query)
 
     def significant(score: int) -> bool:
-        return score >= min_score and parameters.evalue(score, m, residues) <= cutoff
+        return score >= min_score and parameters.evalue(score, m, *database) <= cutoff
 
     heap: list = []
 
@@ -397,7 +382,7 @@ def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: 
             if end > start:
                 free.add((start, end))
                 add_segment(start, end)
-    return _finish(query, targets, pieces, strand_list, engine, significant, parameters, residues,
+    return _finish(query, targets, pieces, strand_list, engine, significant, parameters, database,
                    zdrop)
 
 
@@ -423,12 +408,12 @@ def _second_best(query: Sequence, targets: list[Sequence], piece: Alignment, str
 
 def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], strand_list,
             engine: _Engine, significant: Callable[[int], bool], parameters: KarlinAltschul,
-            residues: int, zdrop: float) -> list[Alignment]:
+            database: tuple[int, int], zdrop: float) -> list[Alignment]:
     """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries."""
     m = len(query)
 
     def stats(alignment: Alignment, **changes) -> Alignment:
-        return dataclasses.replace(alignment, evalue=parameters.evalue(alignment.score, m, residues),
+        return dataclasses.replace(alignment, evalue=parameters.evalue(alignment.score, m, *database),
                                    bit_score=parameters.bit_score(alignment.score), **changes)
 
     order = sorted(range(len(pieces)), key=lambda k: (-pieces[k].score, k))
