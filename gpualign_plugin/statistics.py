@@ -341,8 +341,9 @@ class KarlinAltschul:
         Where they come from (``'NCBI BLAST table (...)'``, a maximum-likelihood
         fit, or computed ungapped values); written into output headers.
     even_scores : bool
-        NCBI's tables for 2/-3, 2/-5, 2/-7 and 3/-4 hold only for even scores: an odd
-        score is rounded down to the next even number first, as BLASTN does.
+        NCBI's tables for 2/-3, 2/-5, 2/-7 and 3/-4 hold only for even scores: for the
+        E-value an odd score is rounded down to the next even number first, as BLASTN
+        does (its bit scores use the raw score).
     h : float
         Relative entropy H (nats per aligned pair); NaN when unknown (a fit).
     alpha, beta : float or None, float
@@ -368,8 +369,8 @@ class KarlinAltschul:
         return score - (score % 2) if self.even_scores else score
 
     def bit_score(self, score: int) -> float:
-        """Bit score of a raw score: ``(lambda * S - ln K) / ln 2``."""
-        return (self.lam * self._effective(score) - math.log(self.k)) / math.log(2.0)
+        """Bit score of a raw score: ``(lambda * S - ln K) / ln 2`` (odd scores as they are, as in BLAST)."""
+        return (self.lam * score - math.log(self.k)) / math.log(2.0)
 
     def length_adjustment(self, query_length: int, database_residues: int,
                           database_records: int = 1) -> int:
