@@ -57,6 +57,10 @@ def register(subparsers) -> None:
                         help="database residues N for E-values [counted from --db]")
     add_scoring_options(parser, "protein")
     add_compute_options(parser)
+    parser.add_argument("--devices", metavar="LIST",
+                        help="GPU backend: split the database over these CUDA devices in one process, "
+                             "comma-separated (e.g. 0,1; a device may be named twice to split it into "
+                             "two parts) [--device]")
     parser.set_defaults(run=run)
 
 
@@ -78,6 +82,19 @@ def requested_outputs(args: argparse.Namespace) -> list[str]:
     for path in paths:
         check_writable(path)
     return paths
+
+
+def parse_devices(text: str | None, device: int) -> list[int]:
+    """The ``--devices`` list (``'0,1'``), or ``[device]`` when not given."""
+    if text is None:
+        return [device]
+    try:
+        devices = [int(word) for word in text.split(",")]
+    except ValueError:
+        devices = []
+    if not devices or min(devices) < 0:
+        raise InputError(f"--devices must be comma-separated device ordinals such as 0,1; got {text!r}")
+    return devices
 
 
 def shard_range(records: int, shards: int, shard: int) -> tuple[int, int]:
@@ -134,7 +151,11 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out_hits)
     if args.db_size is not None and args.db_size < 1:
         raise InputError(f"--db-size must be 1 or more, got {args.db_size}")
-    engine = resolve_backend(args.backend, args.device)
+    devices = parse_devices(args.devices, args.device)
+    engine = resolve_backend(args.backend, devices[0])
+    if engine == "gpu":
+        for device in sorted(set(devices[1:])):
+            resolve_backend("gpu", device)
     threads = apply_threads(args.threads)
     queries = read_fasta(args.query, scheme)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
@@ -150,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
 
         result = search(queries, database, scheme, residues, len(names), args.top, strands,
                         args.chunk_residues, on_progress=advanced, backend=engine, device=args.device,
-                        span=(start, stop))
+                        span=(start, stop), devices=devices)
     stats.finish()
     log.info("%d hits of %d queries in %d database sequences (%s, %.2f GCUPS)",
              len(result.hits), len(queries), stop - start,

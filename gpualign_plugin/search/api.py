@@ -136,7 +136,8 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
            database_residues: int, database_sequences: int, top: int = DEFAULT_TOP,
            strands: str = "plus", chunk_residues: int = DEFAULT_CHUNK_RESIDUES,
            on_progress: Callable[[int, int], None] | None = None, backend: str = "cpu",
-           device: int = 0, span: tuple[int, int] | None = None) -> SearchResult:
+           device: int = 0, span: tuple[int, int] | None = None,
+           devices: list[int] | None = None) -> SearchResult:
     """Top-``top`` local hits of each query in a database streamed in bounded chunks.
 
     Parameters
@@ -169,6 +170,10 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
         CUDA device ordinal for the GPU backend.
     span : (int, int), optional
         Records ``[start, stop)`` of a ``Database`` to search (default: all).
+    devices : list of int, optional
+        GPU backend with a ``Database``: split its records over these devices in
+        one process (default ``[device]``); the top hits are selected on each
+        device and merged exactly (:func:`gpualign_plugin.search.gpu.top_hits`).
 
     Returns
     -------
@@ -188,26 +193,15 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
     needs_fit = published_parameters(scheme) is None
     histogram = ScoreHistogram() if needs_fit else None
     prepared = isinstance(database, Database)
-    kept = [(np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64))
-            for _ in queries]
-    records: dict[int, Sequence] = {}
-    chunks = (_database_chunks(database, span or (0, len(database)), chunk_residues) if prepared
-              else _record_chunks(database, chunk_residues))
-    for indices, codes, chunk_records in chunks:
-        lengths = np.array([len(c) for c in codes], dtype=np.int64)
-        scores = score_database(oriented, codes, scheme, on_progress, backend, device)
-        for q in range(len(queries)):
-            block = scores[q * n_strands:(q + 1) * n_strands]
-            if histogram is not None:
-                for strand_scores in block:
-                    histogram.add_scores(strand_scores, len(queries[q]), lengths)
-            new = _top_candidates(block, indices, n_strands, top)
-            kept[q] = _rank(*(np.concatenate([old, fresh]) for old, fresh in zip(kept[q], new)),
-                            top)
-        if chunk_records is not None:  # keep the records of the current candidates only
-            live = {int(i) for _, index, _ in kept for i in index}
-            records = {i: r for i, r in records.items() if i in live}
-            records.update((i, r) for i, r in zip(indices.tolist(), chunk_records) if i in live)
+    if prepared and backend == "gpu" and histogram is None:
+        kept = _gpu_top(oriented, database, span or (0, len(database)), scheme, top, n_strands,
+                        devices or [device], on_progress)
+        records = {}
+    else:
+        chunks = (_database_chunks(database, span or (0, len(database)), chunk_residues) if prepared
+                  else _record_chunks(database, chunk_residues))
+        kept, records = _scan_chunks(oriented, [len(q) for q in queries], chunks, scheme, top,
+                                     n_strands, histogram, on_progress, backend, device)
     live = sorted({int(i) for _, index, _ in kept for i in index})
     kept_targets = {i: database.record(i) if prepared else records[i] for i in live}
     jobs = [(q, index, strand, score) for q in range(len(queries))
@@ -222,6 +216,49 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
         hits = list(pool.map(align, jobs))
     return SearchResult([(q.id, len(q)) for q in queries], hits, top, database_residues,
                         database_sequences, histogram, targets=kept_targets)
+
+
+def _scan_chunks(oriented, query_lengths, chunks, scheme, top, n_strands, histogram, on_progress,
+                 backend, device):
+    """Score every chunk of ``(indices, codes, records)`` and keep each query's ``top`` candidates.
+
+    Returns the ranked ``(scores, indices, strands)`` of each query and, for chunks
+    that carry their records, the records of the kept candidates by index.
+    """
+    kept = [(np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64))
+            for _ in query_lengths]
+    records: dict[int, Sequence] = {}
+    for indices, codes, chunk_records in chunks:
+        lengths = np.array([len(c) for c in codes], dtype=np.int64)
+        scores = score_database(oriented, codes, scheme, on_progress, backend, device)
+        for q, query_length in enumerate(query_lengths):
+            block = scores[q * n_strands:(q + 1) * n_strands]
+            if histogram is not None:
+                for strand_scores in block:
+                    histogram.add_scores(strand_scores, query_length, lengths)
+            new = _top_candidates(block, indices, n_strands, top)
+            kept[q] = _rank(*(np.concatenate([old, fresh]) for old, fresh in zip(kept[q], new)), top)
+        if chunk_records is not None:  # keep the records of the current candidates only
+            live = {int(i) for _, index, _ in kept for i in index}
+            records = {i: r for i, r in records.items() if i in live}
+            records.update((i, r) for i, r in zip(indices.tolist(), chunk_records) if i in live)
+    return kept, records
+
+
+def _gpu_top(oriented, database, span, scheme, top, n_strands, devices, on_progress):
+    """Each query's ``top`` ranked candidates over both strands, selected on the GPU(s)."""
+    from gpualign_plugin.search import gpu as gpu_search
+
+    order = database.order[(database.order >= span[0]) & (database.order < span[1])]
+    found = gpu_search.top_hits(oriented, database.codes, database.offsets, order, scheme, top,
+                                devices, on_progress)
+    kept = []
+    for q in range(len(oriented) // n_strands):
+        mine = found[q * n_strands:(q + 1) * n_strands]
+        strands = np.repeat(np.arange(n_strands), [len(scores) for scores, _ in mine])
+        kept.append(_rank(np.concatenate([scores for scores, _ in mine]),
+                          np.concatenate([indices for _, indices in mine]), strands, top))
+    return kept
 
 
 def _rank(score: np.ndarray, index: np.ndarray, strand: np.ndarray, top: int):

@@ -37,6 +37,8 @@ batches of ``LANES`` interleaved residue by residue). A work item is one
 from __future__ import annotations
 
 import dataclasses
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -67,8 +69,15 @@ MAX_INTER_WIDTH = 1 << 16
 """Widest batch scored inter-task (bounds a scratch slot to 32 MiB)."""
 LAUNCH_CELLS = 10**12
 """Cells per kernel launch (a few seconds): the granularity of progress reports."""
+ROWS16 = 32
+"""Query rows per sweep of the 16-bit kernel (``R`` of ``search_inter16``; each register holds two targets)."""
+PROFILE16_STRIDE = 64 + 8
+"""Shorts per letter row of the 16-bit kernel's shared profile (``SEARCH16_STRIDE`` of search.cu)."""
+PAD16 = -16384
+"""Profile value of padding in the 16-bit kernel (far below any real score, far from wrapping)."""
 _SOURCE = "search/search.cu"
 _KERNEL = f"search_inter<{ROWS_PER_THREAD}>"
+
 
 
 def plan_items(query_lengths: np.ndarray, batch_widths: np.ndarray, pair_cells: int | None,
@@ -142,7 +151,8 @@ def scratch_slots(fixed_bytes: int, slot_bytes: int, budget: int, most: int) -> 
 
 def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme: ScoringScheme,
                    device: int = 0, on_progress: Callable[[int, int], None] | None = None, *,
-                   memory_budget: int | None = None, pair_cells: int = PAIR_CELLS) -> np.ndarray:
+                   memory_budget: int | None = None, pair_cells: int = PAIR_CELLS,
+                   use16: bool | None = None) -> np.ndarray:
     """Best local (Smith-Waterman-Gotoh) score of every query against every target, on the GPU.
 
     Parameters
@@ -160,6 +170,9 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
         Bytes of device memory the score pass may take (default: half the free memory).
     pair_cells : int
         Lanes of more cells go intra-task (:data:`PAIR_CELLS`; tests force small values).
+    use16 : bool, optional
+        Score in 16-bit lanes first (default: when the scheme allows,
+        :func:`~gpualign_plugin.search.cpu.fits_int16`); False runs the 32-bit kernel alone.
 
     Returns
     -------
@@ -172,39 +185,171 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     InputError
         Lengths whose scores could overflow 32-bit integers.
     GpuMemoryError
-        The chunk does not fit ``memory_budget`` or the free device memory.
+        Not even one persistent block fits ``memory_budget`` or the free device memory.
     GpuKernelError
         A kernel failed.
     """
-    import cupy as cp
-
     result = np.zeros((len(queries), len(targets)), dtype=np.int32)
     if not queries or not targets:
         return result
-    codes, offsets, widths, lane_target = search_kernels.pack_targets(queries, targets, scheme)
-    query_lengths = np.array([len(q) for q in queries], dtype=np.int64)
-    target_lengths = np.array([len(t) for t in targets] + [0], dtype=np.int64)  # [-1]: empty lane
-    batch_residues = target_lengths[lane_target].reshape(-1, LANES).sum(axis=1)
-    inter_q, inter_b, intra_q, intra_b = plan_items(query_lengths, widths,
-                                                    pair_cells if pairwise.gpu_accepts(scheme) else None)
-    progress = _Progress(query_lengths, batch_residues, np.concatenate([inter_b, intra_b]),
-                         on_progress)
+    packed = search_kernels.pack_targets(queries, targets, scheme)
+    lengths = np.array([len(t) for t in targets], dtype=np.int64)
+    part = _Part(*packed, lengths, lambda index: targets[index])
+    scores = _scan(queries, part, scheme, device, on_progress, memory_budget, pair_cells, use16)
+    used = part.lane_target >= 0
+    result[:, part.lane_target[used]] = scores.get()[:, used]
+    return result
+
+
+def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, order: np.ndarray,
+             scheme: ScoringScheme, top: int, devices: list[int],
+             on_progress: Callable[[int, int], None] | None = None, *,
+             memory_budget: int | None = None, pair_cells: int = PAIR_CELLS,
+             use16: bool | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The candidates for the ``top`` best targets of each query, selected on the GPU(s).
+
+    The records ``order`` of a flat database (record ``i`` is
+    ``codes[offsets[i]:offsets[i+1]]``; ``order`` sorted by length) are
+    split over ``devices`` (batches dealt in turn, so each device gets
+    about the same cells) and, where a device's share does not fit
+    ``memory_budget``, into consecutive parts. Each part stays on its device
+    while every query is scored against it; then the ``top``-th best score of
+    each query is found on the device and only the scores at or above it
+    (and above 0) come back. One host thread drives each device.
+
+    Returns
+    -------
+    list of (numpy.ndarray, numpy.ndarray)
+        For each query: ``int32`` scores and ``int64`` record indices of its
+        candidates, a superset of its ``top`` best by the ranking rule (score
+        descending, then record index), unordered.
+    """
+    if not queries or len(order) == 0:
+        return [(np.empty(0, np.int32), np.empty(0, np.int64)) for _ in queries]
+    lengths = np.diff(offsets)
+    scheme.check_score_range(max(len(q) for q in queries), int(lengths[order].max()))
+    n_batches = (len(order) + LANES - 1) // LANES
+    rows = np.full(n_batches * LANES, -1, dtype=np.int64)
+    rows[:len(order)] = order
+    rows = rows.reshape(n_batches, LANES)  # row b: the records of batch b
+    widths = np.empty(n_batches, dtype=np.int64)
+    widths[:-1] = lengths[rows[:-1, -1]]  # sorted by length: a full batch's last record is its longest
+    widths[-1] = lengths[order[-1]]
+    lock = threading.Lock()
+
+    def progress(residues: int, cells: int) -> None:
+        with lock:
+            on_progress(residues, cells)
+
+    def run(share: np.ndarray, device: int) -> list:
+        found = []
+        for batches in _parts(share, widths, len(queries), memory_budget, device):
+            records = rows[batches].ravel()
+            part = _Part(*search_kernels.interleave_records(codes, offsets, records[records >= 0],
+                                                            scheme.matrix.shape[0]),
+                         lengths, lambda index: codes[offsets[index]:offsets[index + 1]])
+            scores = _scan(queries, part, scheme, device, progress if on_progress else None,
+                           memory_budget, pair_cells, use16)
+            found.append(_device_top(scores, part.lane_target, top, device))
+        return found
+
+    batches = np.arange(n_batches)
+    shares = [(batches[k::len(devices)], device) for k, device in enumerate(devices)]
+    with ThreadPoolExecutor(max_workers=len(devices)) as pool:
+        found = [item for items in pool.map(lambda job: run(*job), shares) for item in items]
+    return [(np.concatenate([part[q][0] for part in found]),
+             np.concatenate([part[q][1] for part in found])) for q in range(len(queries))]
+
+
+class _Part:
+    """Interleaved batches of a part of the database: the inputs of :func:`_scan`."""
+
+    def __init__(self, codes, batch_offsets, widths, lane_target, target_lengths, record):
+        self.codes = codes
+        self.record = record  # record index -> its codes (for the intra-task pairs)
+        self.batch_offsets = batch_offsets
+        self.widths = widths
+        self.lane_target = lane_target
+        lanes = np.where(lane_target >= 0, target_lengths[np.maximum(lane_target, 0)], 0)
+        self.batch_residues = lanes.reshape(-1, LANES).sum(axis=1)
+
+
+def _parts(batches: np.ndarray, widths: np.ndarray, n_queries: int, memory_budget: int | None,
+           device: int) -> list[np.ndarray]:
+    """Consecutive groups of ``batches`` whose packed codes and score matrix take at most
+    a quarter of the memory budget each (the rest is for scratch and the rescoring)."""
+    import cupy as cp
+
     with cp.cuda.Device(device):
+        budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2
+    per_batch = widths[batches] * LANES + 4 * n_queries * LANES + 16 * n_queries
+    groups, start, total = [], 0, 0
+    for k, size in enumerate(per_batch.tolist()):
+        if total and total + size > budget // 4:
+            groups.append(batches[start:k])
+            start, total = k, 0
+        total += size
+    groups.append(batches[start:])
+    return groups
+
+
+def _device_top(scores, lane_target: np.ndarray, top: int, device: int) -> list:
+    """Per query, the scores and record indices of the lanes at or above its ``top``-th best score."""
+    import cupy as cp
+
+    with cp.cuda.Device(device):
+        n_queries, n_lanes = scores.shape
+        floor = cp.ones(n_queries, dtype=cp.int32)
+        if n_lanes > top:
+            kth = cp.partition(scores, n_lanes - top, axis=1)[:, n_lanes - top]
+            floor = cp.maximum(kth, floor)
+        rows, lanes = cp.nonzero(scores >= floor[:, None])
+        values = scores[rows, lanes].get()
+        rows, lanes = rows.get(), lanes.get()
+    bounds = np.searchsorted(rows, np.arange(n_queries + 1))
+    indices = lane_target[lanes]
+    return [(values[bounds[q]:bounds[q + 1]], indices[bounds[q]:bounds[q + 1]]) for q in range(n_queries)]
+
+
+def _scan(queries, part: _Part, scheme: ScoringScheme, device: int, on_progress, memory_budget,
+          pair_cells: int, use16: bool | None):
+    """Score every query against every lane of ``part`` on ``device``; the device
+    ``(queries, lanes)`` int32 score matrix (0 in empty lanes)."""
+    import cupy as cp
+
+    query_lengths = np.array([len(q) for q in queries], dtype=np.int64)
+    inter_q, inter_b, intra_q, intra_b = plan_items(query_lengths, part.widths,
+                                                    pair_cells if pairwise.gpu_accepts(scheme) else None)
+    progress = _Progress(query_lengths, part.batch_residues, np.concatenate([inter_b, intra_b]),
+                         on_progress)
+    if use16 is None:
+        use16 = search_kernels.fits_int16(scheme.matrix, scheme.gap_open, scheme.gap_extend)
+    with cp.cuda.Device(device):
+        inputs = _DeviceInputs(queries, query_lengths, part, scheme, len(inter_q))
         if len(inter_q):
-            out = _score_inter(queries, query_lengths, codes, offsets, widths, scheme, inter_q, inter_b,
-                               device, memory_budget, len(targets), progress)
-            used = lane_target >= 0
-            result[:, lane_target[used]] = out[:, used]
+            if use16:
+                _run_inter(inputs, scheme, inter_q, inter_b, device, memory_budget, True, progress)
+                flagged = (inputs.out.reshape(len(queries), len(part.widths), LANES) < 0).any(axis=2)
+                again_q, again_b = (a.get().astype(np.int32) for a in cp.nonzero(flagged))
+                if len(again_q):
+                    _run_inter(inputs, scheme, again_q, again_b, device, memory_budget, False, None)
+            else:
+                _run_inter(inputs, scheme, inter_q, inter_b, device, memory_budget, False, progress)
         if len(intra_q):
             transposed = dataclasses.replace(scheme, matrix=np.ascontiguousarray(scheme.matrix.T))
+            pairs = []
             for q, b in zip(intra_q.tolist(), intra_b.tolist()):
-                for index in lane_target[b * LANES:(b + 1) * LANES].tolist():
-                    if index >= 0:
-                        result[q, index] = _score_pair(queries[q], targets[index], scheme, transposed,
-                                                       device)
+                for lane in range(b * LANES, (b + 1) * LANES):
+                    if part.lane_target[lane] >= 0:
+                        target = part.record(int(part.lane_target[lane]))
+                        pairs.append((q, lane, _score_pair(queries[q], target, scheme, transposed,
+                                                           device)))
                 progress.done(np.array([q]), np.array([b]))
+            if pairs:
+                q, lane, score = (np.array(column) for column in zip(*pairs))
+                inputs.out[cp.asarray(q), cp.asarray(lane)] = cp.asarray(score.astype(np.int32))
     progress.finish()
-    return result
+    return inputs.out
 
 
 def _score_pair(query, target, scheme: ScoringScheme, transposed: ScoringScheme, device: int) -> int:
@@ -214,51 +359,85 @@ def _score_pair(query, target, scheme: ScoringScheme, transposed: ScoringScheme,
     return pairwise.score_pair_on("gpu", query, target, scheme, "local", device).score
 
 
-def _score_inter(queries, query_lengths, codes, offsets, widths, scheme, item_query, item_batch,
-                 device, memory_budget, n_targets, progress) -> np.ndarray:
-    """Run the inter-task kernel over the given items; returns the host ``(queries, lanes)`` scores."""
+class _DeviceInputs:
+    """The device copies of one part's packed targets, the queries, the profiles and the score matrix."""
+
+    def __init__(self, queries, query_lengths, part: _Part, scheme: ScoringScheme, n_items: int):
+        import cupy as cp
+
+        n_queries, n_batches = len(queries), len(part.widths)
+        packed = np.concatenate([np.ascontiguousarray(q, dtype=np.uint8) for q in queries])
+        query_offsets = np.zeros(n_queries + 1, dtype=np.int64)
+        np.cumsum(query_lengths, out=query_offsets[1:])
+        self.sub32 = search_kernels.extend_matrix(scheme.matrix, np.int32)
+        self.letters = self.sub32.shape[1]
+        oe = scheme.gap_open + scheme.gap_extend
+        profile16 = np.clip(scheme.matrix.astype(np.int64) + oe, -32768, 32767)
+        self.profile16 = np.full((scheme.matrix.shape[0], self.letters), PAD16, dtype=np.int16)
+        self.profile16[:, :-1] = profile16
+        self.limit = 32767 - max(0, int(scheme.matrix.max()))
+        self.fixed = (part.codes.nbytes + 12 * n_batches + packed.nbytes + query_offsets.nbytes
+                      + self.sub32.nbytes + self.profile16.nbytes + 4 * n_queries * n_batches * LANES
+                      + 8 * n_items + 4096)
+        what = f"scoring {n_queries} queries against {n_batches * LANES} lanes ({part.codes.size} padded residues)"
+        kernels.check_memory(self.fixed, what)
+        self.what = what
+        self.width = part.widths
+        self.codes = cp.asarray(part.codes)
+        self.offsets = cp.asarray(part.batch_offsets.astype(np.int64))
+        self.widths = cp.asarray(part.widths.astype(np.int32))
+        self.queries = cp.asarray(packed)
+        self.query_offsets = cp.asarray(query_offsets)
+        self.query_lengths = query_lengths
+        self.d_sub32 = cp.asarray(self.sub32)
+        self.d_profile16 = cp.asarray(self.profile16)
+        self.out = cp.zeros((n_queries, n_batches * LANES), dtype=cp.int32)
+
+
+def _run_inter(inputs: _DeviceInputs, scheme: ScoringScheme, item_query, item_batch, device,
+               memory_budget, sixteen: bool, progress) -> None:
+    """Run the 16-bit or 32-bit inter-task kernel over the given items, writing ``inputs.out``."""
     import cupy as cp
 
-    n_queries, n_batches = len(queries), len(widths)
-    packed = np.concatenate([np.ascontiguousarray(q, dtype=np.uint8) for q in queries])
-    query_offsets = np.zeros(n_queries + 1, dtype=np.int64)
-    np.cumsum(query_lengths, out=query_offsets[1:])
-    sub = search_kernels.extend_matrix(scheme.matrix, np.int32)
-    letters = sub.shape[1]
-    width = int(widths[item_batch].max())
-    fixed = (codes.nbytes + 12 * n_batches + packed.nbytes + query_offsets.nbytes + sub.nbytes
-             + 4 * n_queries * n_batches * LANES + 8 * len(item_query) + 4096)
-    slot_bytes = 8 * width * LANES
-    shared = 4 * letters * PROFILE_TILE
-    kernel = kernels.get_kernel(device, _SOURCE, _KERNEL)
-    budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2
-    slots = scratch_slots(fixed, slot_bytes, budget,
-                          kernels.resident_blocks(kernel, LANES, shared, device))
-    what = f"scoring {n_queries} queries against {n_targets} targets ({codes.size} padded residues)"
-    kernels.check_memory(fixed + slots * slot_bytes, what)
-    d_codes = cp.asarray(codes)
-    d_offsets = cp.asarray(offsets.astype(np.int64))
-    d_widths = cp.asarray(widths.astype(np.int32))
-    d_queries = cp.asarray(packed)
-    d_query_offsets = cp.asarray(query_offsets)
-    d_sub = cp.asarray(sub)
+    width = int(inputs.width[item_batch].max())
+    if sixteen:
+        name, threads = f"search_inter16<{ROWS16}>", LANES // 2
+        slot_bytes = 8 * width * threads
+        shared = 2 * inputs.letters * PROFILE16_STRIDE
+    else:
+        name, threads = _KERNEL, LANES
+        slot_bytes = 8 * width * LANES
+        shared = 4 * inputs.letters * PROFILE_TILE
+    kernel = kernels.get_kernel(device, _SOURCE, name)
+    budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2 + inputs.fixed
+    slots = scratch_slots(inputs.fixed, slot_bytes, budget,
+                          kernels.resident_blocks(kernel, threads, shared, device))
+    kernels.check_memory(slots * slot_bytes, inputs.what)
+    scratch = cp.empty(slots * slot_bytes // 4, dtype=cp.int32)
     d_item_query = cp.asarray(item_query)
     d_item_batch = cp.asarray(item_batch)
-    scratch = cp.empty(slots * width * LANES * 2, dtype=cp.int32)
-    out = cp.zeros((n_queries, n_batches * LANES), dtype=cp.int32)
     counter = cp.zeros(1, dtype=cp.int32)
-    cells = query_lengths[item_query] * widths[item_batch]
+    cells = inputs.query_lengths[item_query] * inputs.width[item_batch]
+    n_lanes = inputs.out.shape[1]
     i32, i64 = np.int32, np.int64
+    oe = scheme.gap_open + scheme.gap_extend
     for start, stop in launch_ranges(cells):
         counter.fill(0)
-        args = (d_codes, d_offsets, d_widths, d_queries, d_query_offsets, d_sub, i32(letters),
-                i32(scheme.gap_open + scheme.gap_extend), i32(scheme.gap_extend),
-                i32(search_kernels.PAD_SCORE), i32(NEG_INF), d_item_query[start:], d_item_batch[start:],
-                i32(stop - start), counter, scratch, i64(width * LANES), out, i64(n_batches * LANES))
-        kernels.launch(kernel, _KERNEL, min(slots, stop - start), LANES, args, shared,
-                       f"{what}, items {start}..{stop} of {len(item_query)}, widest batch {width}")
-        progress.done(item_query[start:stop], item_batch[start:stop])
-    return out.get()
+        if sixteen:
+            args = (inputs.codes, inputs.offsets, inputs.widths, inputs.queries, inputs.query_offsets,
+                    inputs.d_profile16, i32(inputs.letters), i32(oe), i32(scheme.gap_extend),
+                    i32(PAD16), i32(inputs.limit), d_item_query[start:], d_item_batch[start:],
+                    i32(stop - start), counter, scratch, i64(width * threads), inputs.out, i64(n_lanes))
+        else:
+            args = (inputs.codes, inputs.offsets, inputs.widths, inputs.queries, inputs.query_offsets,
+                    inputs.d_sub32, i32(inputs.letters), i32(oe), i32(scheme.gap_extend),
+                    i32(search_kernels.PAD_SCORE), i32(NEG_INF), d_item_query[start:],
+                    d_item_batch[start:], i32(stop - start), counter, scratch, i64(width * LANES),
+                    inputs.out, i64(n_lanes))
+        kernels.launch(kernel, name, min(slots, stop - start), threads, args, shared,
+                       f"{inputs.what}, items {start}..{stop} of {len(item_query)}, widest batch {width}")
+        if progress is not None:
+            progress.done(item_query[start:stop], item_batch[start:stop])
 
 
 class _Progress:

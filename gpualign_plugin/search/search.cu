@@ -109,3 +109,141 @@ __global__ void search_inter(const unsigned char* __restrict__ codes,
         out[(size_t)q * (size_t)out_stride + (size_t)b * lanes + lane] = best;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 16-bit inter-task kernel: two targets per thread, packed in the halves of 32-bit registers
+// (lanes 2t and 2t+1 of the batch in thread t), every cell update a few Hopper DPX instructions
+// on both halves at once (__viaddmax_s16x2: max(a + b, c); __vimax_s16x2_relu: max(a, b, 0);
+// __vimax3_s16x2). One warp per work item; the same register blocking, hand-over row and
+// persistent item queue as search_inter.
+//
+// Values are kept shifted so that a cell costs five DPX/SIMD operations and one byte permute:
+// registers hold Ho = H - (open + extend) instead of H, and the shared profile holds
+// sub + (open + extend), so that
+//   E(i,j) = max(E(i,j-1) - extend, Ho(i,j-1))          one __viaddmax
+//   F(i,j) = max(F(i-1,j) - extend, Ho(i-1,j))          one __viaddmax
+//   H(i,j) = max(Ho(i-1,j-1) + profile, E, F, 0)         one __viaddmax, one __vimax_relu
+//   Ho(i,j) = H(i,j) - (open + extend)                  one __vadd2
+// E and F start at -(open + extend), which gives E(i,1) and F(1,j) their true value
+// -(open + extend) (column and row 0 of local alignment hold H = 0).
+//
+// Exact overflow detection. Let limit = 32767 - max(0, largest substitution score). If every
+// cell's true H is below limit, every intermediate value lies in [-(2000 + 16384), 32767] (the
+// host checks |scores| and gap costs <= 1000; padding scores pad16 = -16384), so nothing wraps
+// and every value is exact. Otherwise take the first cell, in dependency order, whose true H
+// reaches limit: its inputs are exact, so it is computed exactly and enters the running
+// maximum, which only grows. Hence a lane whose reported best is below limit is exact, and a
+// lane whose best reaches limit is written as -1: the host rescores its item in 32 bits.
+
+#define SEARCH16_TILE 64                     // query rows per profile tile (a multiple of R)
+#define SEARCH16_STRIDE (SEARCH16_TILE + 8)  // shorts per profile row: rows of different letters
+                                             // start 16 bytes apart modulo 128, spreading 16-byte
+                                             // loads of a quarter-warp over the banks
+
+__device__ __forceinline__ unsigned search_pack16(int v) {
+    return ((unsigned)v & 0xffffu) * 0x10001u;
+}
+
+template <int R>
+__global__ void __launch_bounds__(32) search_inter16(
+        const unsigned char* __restrict__ codes,
+        const long long* __restrict__ batch_offsets,
+        const int* __restrict__ batch_widths,
+        const unsigned char* __restrict__ queries,
+        const long long* __restrict__ query_offsets,
+        const short* __restrict__ profile_ext,  // alpha x (alpha + 1): sub + open + extend, pad column pad16
+        int letters,                            // alpha + 1 (codes 0..alpha, alpha = pad)
+        int gap_oe, int gap_e, int pad16, int limit,
+        const int* __restrict__ item_query, const int* __restrict__ item_batch,
+        int n_items, int* next_item,
+        uint2* scratch, long long slot_stride,  // per block: max width * 32 uint2
+        int* out, long long out_stride) {       // out[q * out_stride + b * 64 + l]
+    static_assert(R % 8 == 0 && SEARCH16_TILE % R == 0, "R must be a multiple of 8 dividing the tile");
+    extern __shared__ __align__(16) short prof16[];  // prof16[letter * SEARCH16_STRIDE + row of the tile]
+    const int t = threadIdx.x;
+    uint2* slot = scratch + (size_t)blockIdx.x * (size_t)slot_stride + t;
+    const unsigned noe2 = search_pack16(-gap_oe);
+    const unsigned ne2 = search_pack16(-gap_e);
+
+    for (;;) {
+        int item = 0;
+        if (t == 0) item = atomicAdd(next_item, 1);
+        item = __shfl_sync(0xffffffffu, item, 0);
+        if (item >= n_items) return;
+        const int q = item_query[item];
+        const int b = item_batch[item];
+        const unsigned char* query = queries + query_offsets[q];
+        const int m = (int)(query_offsets[q + 1] - query_offsets[q]);
+        const int width = batch_widths[b];
+        const unsigned short* column = reinterpret_cast<const unsigned short*>(codes + batch_offsets[b]) + t;
+        unsigned best = noe2;  // max of Ho over the cells; H = 0 before any cell
+
+        for (int t0 = 0; t0 < m; t0 += SEARCH16_TILE) {
+            __syncwarp();  // the previous tile's profile is no longer read
+            for (int x = t; x < letters * SEARCH16_TILE; x += 32) {
+                const int letter = x / SEARCH16_TILE;
+                const int row = x - letter * SEARCH16_TILE;
+                const int i = t0 + row;
+                prof16[letter * SEARCH16_STRIDE + row] =
+                    i < m ? profile_ext[query[i] * letters + letter] : (short)pad16;
+            }
+            __syncwarp();
+            const int rows = min(SEARCH16_TILE, m - t0);
+            for (int r0 = 0; r0 < rows; r0 += R) {
+                const bool first = t0 + r0 == 0;
+                const bool last = t0 + r0 + R >= m;
+                unsigned Ho[R], E[R];
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    Ho[r] = noe2;
+                    E[r] = noe2;
+                }
+                unsigned diag = noe2;  // Ho(first row - 1, j - 1)
+                for (int j = 0; j < width; ++j) {
+                    const unsigned ab = column[(size_t)j * 32];
+                    unsigned up_ho = noe2, up_f = noe2;
+                    if (!first) {
+                        const uint2 v = slot[(size_t)j * 32];
+                        up_ho = v.x;
+                        up_f = v.y;
+                    }
+                    const uint4* pa = reinterpret_cast<const uint4*>(prof16 + (ab & 0xffu) * SEARCH16_STRIDE + r0);
+                    const uint4* pb = reinterpret_cast<const uint4*>(prof16 + (ab >> 8) * SEARCH16_STRIDE + r0);
+                    unsigned ho_above = up_ho, f = up_f;
+#pragma unroll
+                    for (int k = 0; k < R / 8; ++k) {
+                        const uint4 A = pa[k];
+                        const uint4 B = pb[k];
+                        const unsigned aw[4] = {A.x, A.y, A.z, A.w};
+                        const unsigned bw[4] = {B.x, B.y, B.z, B.w};
+#pragma unroll
+                        for (int w = 0; w < 4; ++w) {
+                            unsigned pair[2];
+#pragma unroll
+                            for (int half = 0; half < 2; ++half) {
+                                const int r = 8 * k + 2 * w + half;
+                                const unsigned s = __byte_perm(aw[w], bw[w], half ? 0x7632 : 0x5410);
+                                const unsigned e = __viaddmax_s16x2(E[r], ne2, Ho[r]);
+                                f = __viaddmax_s16x2(f, ne2, ho_above);
+                                const unsigned h = __vimax_s16x2_relu(__viaddmax_s16x2(diag, s, e), f);
+                                const unsigned ho = __vadd2(h, noe2);
+                                diag = Ho[r];
+                                Ho[r] = ho;
+                                E[r] = e;
+                                ho_above = ho;
+                                pair[half] = ho;
+                            }
+                            best = __vimax3_s16x2(best, pair[0], pair[1]);
+                        }
+                    }
+                    if (!last) slot[(size_t)j * 32] = make_uint2(ho_above, f);
+                    diag = up_ho;
+                }
+            }
+        }
+        const int lo = (int)(short)(best & 0xffffu) + gap_oe;
+        const int hi = (int)(short)(best >> 16) + gap_oe;
+        int* dst = out + (size_t)q * (size_t)out_stride + (size_t)b * 64 + 2 * t;
+        *reinterpret_cast<int2*>(dst) = make_int2(lo >= limit ? -1 : lo, hi >= limit ? -1 : hi);
+    }
+}

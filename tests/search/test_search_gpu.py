@@ -36,7 +36,8 @@ def gpu_scores(queries, targets, scheme, **options):
     return gpu_search.score_database(queries, targets, scheme, **options)
 
 
-def assert_same_scores(queries, targets, scheme, variants=({}, {"pair_cells": 2_000})):
+def assert_same_scores(queries, targets, scheme,
+                       variants=({}, {"pair_cells": 2_000}, {"use16": False})):
     """GPU scores equal the CPU's, with the default routing and with each option set in ``variants``."""
     expected = score_database(queries, targets, scheme)
     for options in variants:
@@ -62,7 +63,7 @@ def test_search_fixture_scores_equal_cpu():
     db = read_fasta(os.path.join(DATA, "search_db.fa"), PROTEIN)
     targets = [t.codes for t in db]
     assert_same_scores([q.codes for q in queries], targets, PROTEIN,
-                       ({}, {"pair_cells": 5_000}, few_blocks(targets)))
+                       ({}, {"pair_cells": 5_000}, few_blocks(targets), {"use16": False}))
 
 
 def test_random_proteins_up_to_3000_residues_equal_cpu():
@@ -73,7 +74,7 @@ def test_random_proteins_up_to_3000_residues_equal_cpu():
     queries = random_codes(rng, 20, query_lengths)
     targets = random_codes(rng, 20, rng.permutation(target_lengths))
     expected = assert_same_scores(queries, targets, PROTEIN,
-                                  ({}, {"pair_cells": 100_000}, few_blocks(targets)))
+                                  ({}, {"pair_cells": 100_000}, few_blocks(targets), {"use16": False}))
     assert (expected[0] == 0).all() and (expected[1:] > 0).any()
 
 
@@ -91,7 +92,7 @@ def test_tie_heavy_two_letter_sequences_equal_cpu():
     for scheme in (DNA, ScoringScheme.dna(1, -1, 0, 1), PROTEIN):
         queries = random_codes(rng, 2, [3, 16, 64, 200, 650])
         targets = random_codes(rng, 2, rng.integers(0, 900, 97))
-        assert_same_scores(queries, targets, scheme, ({}, {"pair_cells": 1_000}))
+        assert_same_scores(queries, targets, scheme, ({}, {"pair_cells": 1_000}, {"use16": False}))
 
 
 def test_scores_beyond_16_bits_and_large_matrices_equal_cpu():
@@ -103,6 +104,13 @@ def test_scores_beyond_16_bits_and_large_matrices_equal_cpu():
     for scheme in (ScoringScheme.dna(10, -10, 5, 2), ScoringScheme.dna(1500, -2000, 900, 300)):
         expected = assert_same_scores([long[:3300], long[500:900]], targets, scheme)
     assert expected[0, 0] == 3300 * 1500
+    # Proteins: identical tryptophan-rich sequences score 11 a residue, past 32,767 in the 16-bit
+    # kernel (rescored in 32 bits), beside ordinary lanes of the same batch that stay 16-bit.
+    protein = rng.integers(0, 20, 4000).astype(np.uint8)
+    protein[np.arange(4000) % 3 != 0] = 17
+    targets = [protein, protein[:2000], protein[100:3900]] + random_codes(rng, 20, rng.integers(1, 700, 90))
+    expected = assert_same_scores([protein, protein[:700]], targets, PROTEIN)
+    assert expected[0, 0] > 32767 and expected[0, 1] < 32767
 
 
 def test_progress_reports_every_residue_once_and_the_cells():
@@ -157,6 +165,45 @@ def test_cli_gpu_outputs_equal_cpu_byte_for_byte(tmp_path):
     stats = json.loads((tmp_path / "gpu.json").read_text())
     assert stats["engine"] == "gpu" and stats["peak_gpu_memory_bytes"] > 0
     assert stats["cells"] == json.loads((tmp_path / "cpu.json").read_text())["cells"]
+
+
+def _ranked(scores, indices, top):
+    order = np.lexsort((indices, -scores.astype(np.int64)))[:top]
+    return list(zip(scores[order].tolist(), indices[order].tolist()))
+
+
+@pytest.mark.parametrize("devices,budget", [([0], None), ([0, 0], None), ([0, 0, 0], 3_000_000)],
+                         ids=["one", "two-logical-devices", "three-parts-small-budget"])
+def test_top_hits_on_devices_and_parts_equal_the_cpu_ranking(devices, budget):
+    from gpualign_plugin.search import gpu as gpu_search
+    from gpualign_plugin.search.database import read_database
+    from gpualign_plugin.scoring import PROTEIN as ALPHABET
+
+    rng = np.random.default_rng(31)
+    db = read_database(os.path.join(DATA, "search_db.fa"), ALPHABET)
+    queries = [db.target_codes(k) for k in (0, 5, 9)] + random_codes(rng, 20, [1, 40, 300])
+    expected = score_database(queries, [db.target_codes(k) for k in range(len(db))], PROTEIN)
+    span_order = db.order[db.order >= 3]  # a shard: records 3.. only
+    found = gpu_search.top_hits(queries, db.codes, db.offsets, span_order, PROTEIN, 7, devices,
+                                memory_budget=budget)
+    for q, (scores, indices) in enumerate(found):
+        assert set(indices.tolist()) <= set(span_order.tolist())
+        live = np.arange(3, len(db))
+        want = _ranked(expected[q, live], live, 7)
+        assert _ranked(scores, indices, 7) == [w for w in want if w[0] > 0]
+
+
+def test_cli_prepared_database_on_two_logical_devices_equals_cpu(tmp_path):
+    query = os.path.join(ROOT, "resources", "proteins", "queries.fa")
+    db = os.path.join(ROOT, "resources", "proteins", "database.fa")
+    assert main(["makedb", "--db", db, "--out", str(tmp_path / "db.gadb")]) == 0
+    runs = {"cpu": ["--backend", "cpu", "-d", db],
+            "gpu": ["--backend", "gpu", "--devices", "0,0", "-d", str(tmp_path / "db.gadb")]}
+    for name, options in runs.items():
+        assert main(["search", "-q", query, *options, "--top", "5", "--out-blast", str(tmp_path / f"{name}.m8"),
+                     "--out-tsv", str(tmp_path / f"{name}.tsv")]) == 0
+    for suffix in ("m8", "tsv"):
+        assert (tmp_path / f"cpu.{suffix}").read_bytes() == (tmp_path / f"gpu.{suffix}").read_bytes()
 
 
 def _example_data() -> str | None:
