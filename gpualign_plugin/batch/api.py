@@ -3,7 +3,9 @@
 Each pair is aligned exactly as :func:`gpualign_plugin.pairwise.api.align_pair` would
 (same recurrence, end-cell rule and tie rule: the kernels of
 :mod:`gpualign_plugin.gotoh`), one pair per CPU thread at a time
-(:mod:`~gpualign_plugin.batch.cpu`). ``gpualign batch`` calls this.
+(:mod:`~gpualign_plugin.batch.cpu`), or one warp per pair on the GPU
+(:func:`align_batch_gpu`, :mod:`~gpualign_plugin.batch.gpu`); both give the same
+alignments. ``gpualign batch`` calls this.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 from gpualign_plugin import gotoh
 from gpualign_plugin.batch import cpu
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
+from gpualign_plugin.pairwise import api as pairwise
 from gpualign_plugin.scoring import ScoringScheme
 
 MODES = ("local", "global", "semiglobal")
@@ -54,14 +57,22 @@ def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
     return [PairScore(int(s), int(qe), int(te)) for s, qe, te in out]
 
 
-def align_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairAlignment]:
+def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
+                device: int = 0) -> list[PairAlignment]:
     """:func:`~gpualign_plugin.pairwise.api.align_pair` of every ``(query_codes, target_codes)`` pair (any iterable), in parallel.
 
-    Each pair keeps a full direction matrix (``(m+1) * (n+1)`` bytes) while it is
-    being aligned, so this suits many short pairs (the reference workload is
-    1,000 pairs of 512 bp); use :func:`~gpualign_plugin.pairwise.api.align_pair` for long ones. Uses
-    ``numba.get_num_threads()`` threads; results are in the order of ``pairs``.
+    ``backend`` ``'gpu'`` (resolved, see
+    :func:`gpualign_plugin.runtime.backend.resolve_backend`) runs :func:`align_batch_gpu`
+    on ``device``; ``'cpu'`` keeps a full direction matrix (``(m+1) * (n+1)`` bytes) per pair
+    while it is being aligned, so it suits many short pairs (the reference workload is
+    1,000 pairs of 512 bp; use :func:`~gpualign_plugin.pairwise.api.align_pair` for long
+    ones), with ``numba.get_num_threads()`` threads. Results are in the order of ``pairs``
+    and the same on both backends.
     """
+    if backend == "gpu":
+        return align_batch_gpu(pairs, scheme, mode, device)
+    if backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     pairs = list(pairs)
     matrix, mode_code = _check_batch(pairs, scheme, mode)
     qs, q_offsets, ts, t_offsets = _pack(pairs)
@@ -78,4 +89,61 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairAlignment]:
         path = ops[ops_offsets[k]:ops_offsets[k] + n_ops]
         results.append(PairAlignment(int(score), int(q_start), int(q_end), int(t_start),
                                      int(t_end), gotoh.cigar_from_ops(path)))
+    return results
+
+
+def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
+                    memory_budget: int | None = None) -> list[PairAlignment]:
+    """:func:`align_batch` on the GPU: every ``(query_codes, target_codes)`` pair aligned with traceback.
+
+    Parameters
+    ----------
+    pairs : iterable of (numpy.ndarray, numpy.ndarray)
+        ``uint8`` codes of each query (rows) and target (columns), any lengths.
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    mode : str
+        ``'local'``, ``'global'`` or ``'semiglobal'``.
+    device : int
+        CUDA device ordinal (counted inside CUDA_VISIBLE_DEVICES).
+    memory_budget : int, optional
+        Device bytes one launch may take (default: half the free device memory); the
+        pairs are cut into launches that fit.
+
+    Returns
+    -------
+    list of PairAlignment
+        In the order of ``pairs``, identical to :func:`align_batch` on the CPU (local
+        pairs without a positive score give ``NO_PAIR_ALIGNMENT``).
+
+    Notes
+    -----
+    Pairs of up to :data:`gpualign_plugin.batch.gpu.MAX_PAIR_CELLS` cells run one warp
+    each (:mod:`gpualign_plugin.batch.gpu`); longer pairs go one at a time to the
+    long-pair engine (:func:`gpualign_plugin.pairwise.api.align_pair_on`, on the GPU when
+    it takes the scheme), and pairs with an empty sequence to the CPU kernel. The
+    search engine's top hits can be aligned through this function.
+    """
+    from gpualign_plugin.batch import gpu
+
+    pairs = list(pairs)
+    _check_batch(pairs, scheme, mode)
+    results: list = [None] * len(pairs)
+    batched, trivial, long_pairs = [], [], []
+    for k, (q, t) in enumerate(pairs):
+        if len(q) == 0 or len(t) == 0:
+            trivial.append(k)
+        elif len(q) * len(t) > gpu.MAX_PAIR_CELLS or not gpu.accepts(scheme):
+            long_pairs.append(k)
+        else:
+            batched.append(k)
+    for k, result in zip(batched, gpu.align_batch([pairs[k] for k in batched], scheme, mode, device,
+                                                  memory_budget)):
+        results[k] = result
+    for k, result in zip(trivial, align_batch([pairs[k] for k in trivial], scheme, mode)):
+        results[k] = result
+    long_backend = "gpu" if pairwise.gpu_accepts(scheme) else "cpu"
+    for k in long_pairs:
+        result = pairwise.align_pair_on(long_backend, pairs[k][0], pairs[k][1], scheme, mode, device)
+        results[k] = NO_PAIR_ALIGNMENT if mode == "local" and result.score <= 0 else result
     return results

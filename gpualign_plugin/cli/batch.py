@@ -15,14 +15,16 @@ log = logging.getLogger("gpualign")
 
 FORMATS = {".sam": "sam", ".bam": "bam", ".paf": "paf", ".tsv": "tsv"}
 TSV_COLUMNS = ("qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar")
-BATCH_PAIRS = 256
-"""Pairs handed to the engine at once: bounds memory and paces the progress bar."""
+BATCH_PAIRS = {"cpu": 256, "gpu": 100_000}
+"""Pairs handed to each engine at once: bounds memory and paces the progress bar."""
 
 EPILOG = """examples:
   # i-th query with i-th target, local alignment, TSV
   gpualign batch -q a.fa -t b.fa --out pairs.tsv
   # listed pairs, global alignment, SAM and PAF
-  gpualign batch -q a.fa -t b.fa --pairs pairs.txt --mode global --out pairs.sam --out pairs.paf"""
+  gpualign batch -q a.fa -t b.fa --pairs pairs.txt --mode global --out pairs.sam --out pairs.paf
+  # on the CPU cores even where a GPU is usable
+  gpualign batch -q a.fa -t b.fa --out pairs.tsv --backend cpu"""
 
 
 def register(subparsers) -> None:
@@ -32,7 +34,8 @@ def register(subparsers) -> None:
         description="Align the i-th query record with the i-th target record (equal record counts), or "
                     "the pairs listed with --pairs, exactly and in parallel, and write SAM/BAM, PAF or "
                     "TSV (qid tid score qstart qend tstart tend cigar; 0-based half-open; one line per "
-                    "pair, score 0 and CIGAR '*' for a local pair without alignment).",
+                    "pair, score 0 and CIGAR '*' for a local pair without alignment). The CPU and GPU "
+                    "engines give the same alignments.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
     parser.add_argument("-t", "--target", required=True, metavar="FASTA", help="target sequences (FASTA, .gz ok)")
@@ -46,7 +49,7 @@ def register(subparsers) -> None:
     parser.add_argument("--mode", choices=("local", "global", "semiglobal"), default="local",
                         help="alignment mode [local]")
     add_scoring_options(parser, "dna")
-    add_compute_options(parser, gpu=False)
+    add_compute_options(parser)
     parser.set_defaults(run=run)
 
 
@@ -65,20 +68,21 @@ def make_pairs(queries, targets, pairs_file: str | None, query_path: str, target
     return list(zip(queries, targets))
 
 
-def align_pairs(pairs, scheme, mode: str, on_done=None):
+def align_pairs(pairs, scheme, mode: str, on_done=None, backend: str = "cpu", device: int = 0):
     """:class:`~gpualign_plugin.model.Alignment` of each (query, target) record pair, plus strand.
 
-    Pairs go to :func:`~gpualign_plugin.batch.api.align_batch` in groups of
-    :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells of each finished group.
+    Pairs go to :func:`~gpualign_plugin.batch.api.align_batch` on ``backend`` (resolved)
+    in groups of :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells of each finished group.
     Local pairs without a positive score give ``None``.
     """
     from gpualign_plugin.batch.api import align_batch
     from gpualign_plugin.model import Alignment
 
     results = []
-    for start in range(0, len(pairs), BATCH_PAIRS):
-        group = pairs[start:start + BATCH_PAIRS]
-        aligned = align_batch([(q.codes, t.codes) for q, t in group], scheme, mode)
+    size = BATCH_PAIRS[backend]
+    for start in range(0, len(pairs), size):
+        group = pairs[start:start + size]
+        aligned = align_batch([(q.codes, t.codes) for q, t in group], scheme, mode, backend, device)
         for (query, target), pair in zip(group, aligned):
             if mode == "local" and pair.score <= 0:
                 results.append(None)
@@ -111,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.cli.pairwise import write_outputs
     from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.pairwise.placement import place
+    from gpualign_plugin.runtime.backend import resolve_backend
 
     scheme = scheme_from_args(args)
     outputs = output_formats(args.out, args.format, FORMATS)
@@ -120,14 +125,15 @@ def run(args: argparse.Namespace) -> int:
     queries = read_fasta(args.query, scheme)
     targets = read_fasta(args.target, scheme)
     pairs = make_pairs(queries, targets, args.pairs, args.query, args.target)
-    stats = RunStats("batch", engine="cpu", device=describe_device("cpu"), threads=threads)
+    engine = resolve_backend(args.backend, args.device)
+    stats = RunStats("batch", engine=engine, device=describe_device(engine, args.device), threads=threads)
     stats.cells = sum(len(q) * len(t) for q, t in pairs)
     with Progress(stats.cells, "batch") as progress:
-        results = align_pairs(pairs, scheme, args.mode, on_done=progress.advance)
+        results = align_pairs(pairs, scheme, args.mode, progress.advance, engine, args.device)
     stats.finish()
     alignments = [a for a in results if a is not None]
-    log.info("%d pairs aligned (%d without a local alignment), %.2f GCUPS", len(pairs),
-             len(pairs) - len(alignments), stats.gcups)
+    log.info("%d pairs aligned (%d without a local alignment; %s), %.2f GCUPS", len(pairs),
+             len(pairs) - len(alignments), engine, stats.gcups)
     tsv = [path for path, fmt in outputs if fmt == "tsv"]
     others = [(path, fmt) for path, fmt in outputs if fmt != "tsv"]
     with all_or_none() as written:

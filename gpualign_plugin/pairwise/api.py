@@ -13,14 +13,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from gpualign_plugin.model import Alignment, PairScore
+from gpualign_plugin.model import Alignment, PairAlignment, PairScore
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.pairwise.cpu import MODES, align_pair, score_pair, score_pair_tiled
 from gpualign_plugin.pairwise.placement import place, place_local, strand_signs
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 
-__all__ = ["MODES", "align_pair", "align_records", "align_sequences", "gpu_accepts", "place_local",
-           "score_pair", "score_pair_on", "score_pair_tiled", "strand_signs"]
+__all__ = ["MODES", "align_pair", "align_pair_on", "align_records", "align_sequences", "gpu_accepts",
+           "place_local", "score_pair", "score_pair_on", "score_pair_tiled", "strand_signs"]
 
 
 def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,
@@ -155,3 +155,19 @@ def score_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     return cpu.score_pair(query_codes, target_codes, scheme, mode)
+
+
+def align_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme, mode: str,
+                  device: int = 0) -> PairAlignment:
+    """:func:`align_pair` on ``backend`` (``'cpu'`` or ``'gpu'``, resolved): the same result on both.
+
+    The GPU engine needs substitution scores in -128..127 (:func:`gpu_accepts`); batch
+    alignment hands its long pairs to this.
+    """
+    if backend == "gpu":
+        from gpualign_plugin.pairwise import gpu
+
+        return gpu.align_pair(query_codes, target_codes, scheme, mode, device)
+    if backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    return cpu.align_pair(query_codes, target_codes, scheme, mode)

@@ -1,0 +1,128 @@
+"""The GPU batch engine against the CPU one: identical alignments pair for pair and identical files.
+
+Every test here needs a GPU (marker ``gpu``; conftest.py skips them elsewhere). Cases: random
+DNA and protein pairs of every mode, lengths 1 and 2, lengths around the strip sizes (32 R rows,
+256), very unequal lengths, tie-heavy two-letter sequences, N and lower case, all-gap optima
+(global against a one-residue query), local pairs with nothing positive, one long pair among
+short ones (the long-pair engine), and launches cut small by a tiny memory budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpualign_plugin.batch.api import align_batch, align_batch_gpu
+from gpualign_plugin.cli.main import main
+from gpualign_plugin.model import Alignment
+from gpualign_plugin.scoring import ScoringScheme
+
+from oracles import gotoh
+
+pytestmark = pytest.mark.gpu
+
+DNA = ScoringScheme.dna()
+PROTEIN = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
+MODES = ("local", "global", "semiglobal")
+
+
+def assert_same(pairs, scheme, mode, **options):
+    expected = align_batch(pairs, scheme, mode)
+    got = align_batch_gpu(pairs, scheme, mode, **options)
+    wrong = [(k, len(pairs[k][0]), len(pairs[k][1]), g, e)
+             for k, (g, e) in enumerate(zip(got, expected)) if g != e]
+    assert not wrong, wrong[:3]
+    for (q, t), result in zip(pairs, got):
+        if result.score or result.cigar.runs:
+            alignment = Alignment("q", "t", len(q), len(t), result.query_start, result.query_end,
+                                  result.target_start, result.target_end, "+", result.score, result.cigar)
+            assert alignment.recompute_score(q, t, scheme) == result.score
+    return got
+
+
+def related(rng, letters, m, n):
+    base = rng.integers(0, letters, max(m, n), dtype=np.uint8)
+    query = base[:m].copy()
+    target = base[:n].copy()
+    flips = rng.random(n) < 0.15
+    target[flips] = rng.integers(0, letters, int(flips.sum()), dtype=np.uint8)
+    return query, target
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_random_dna_pairs_of_every_length_class_equal_cpu(mode):
+    rng = np.random.default_rng(11)
+    lengths = [1, 2, 3, 31, 32, 33, 63, 64, 65, 150, 255, 256, 257, 300, 511, 512, 513, 700]
+    pairs = []
+    for m in lengths:
+        n = int(rng.choice(lengths))
+        pairs.append(related(rng, 4, m, n))
+        pairs.append((rng.integers(0, 4, m, dtype=np.uint8), rng.integers(0, 4, n, dtype=np.uint8)))
+    pairs += [related(rng, 4, int(m), int(n)) for m, n in rng.integers(1, 400, (60, 2))]
+    assert_same(pairs, DNA, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_proteins_and_very_unequal_lengths_equal_cpu(mode):
+    rng = np.random.default_rng(12)
+    pairs = [related(rng, 20, m, n) for m, n in [(5, 900), (900, 5), (1, 1000), (1000, 1), (2, 2),
+                                                 (40, 2000), (2000, 40), (333, 333)]]
+    pairs += [(rng.integers(0, 25, m, dtype=np.uint8), rng.integers(0, 25, n, dtype=np.uint8))
+              for m, n in rng.integers(1, 300, (40, 2))]
+    assert_same(pairs, PROTEIN, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ties_n_and_lower_case_equal_cpu_and_the_oracle(mode):
+    rng = np.random.default_rng(13)
+    texts = ["".join(rng.choice(list("ACac"), rng.integers(1, 40))) for _ in range(40)]
+    texts += ["NNNNACGTNN", "acgtn", "N", "AN", "nnnnnnnn", "ACGTRYKMSWBDHVN"]
+    pairs = [(DNA.alphabet.encode(texts[k]), DNA.alphabet.encode(texts[-1 - k])) for k in range(len(texts))]
+    scheme = ScoringScheme.dna(2, -2, 2, 1)  # small gaps: many equal-scoring paths
+    got = assert_same(pairs, scheme, mode)
+    for (q, t), result in zip(pairs, got):
+        expected = gotoh(q, t, scheme.matrix, 2, 1, mode)
+        assert (result.score, str(result.cigar) if result.cigar.runs else "") == (expected[0], expected[5])
+
+
+def test_all_gap_optima_and_local_pairs_without_alignment():
+    a = DNA.alphabet.encode
+    pairs = [(a("A"), a("CCCCCCCCCC")), (a("C"), a("G")), (a("AAAA"), a("CCCC")), (a("A"), a("A")),
+             (a("GG"), a("TTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTG"))]
+    for mode in MODES:
+        assert_same(pairs, ScoringScheme.dna(1, -9, 1, 1), mode)
+    got = align_batch_gpu(pairs[1:3], DNA, "local")
+    assert all(r.score == 0 and not r.cigar.runs for r in got)
+
+
+def test_one_long_pair_among_short_ones_and_empty_sequences():
+    rng = np.random.default_rng(14)
+    pairs = [related(rng, 4, 200, 210) for _ in range(30)]
+    pairs.insert(7, related(rng, 4, 5000, 5200))  # 26 M cells: the long-pair engine
+    pairs.insert(3, (np.zeros(0, np.uint8), rng.integers(0, 4, 30, dtype=np.uint8)))
+    pairs.insert(4, (rng.integers(0, 4, 30, dtype=np.uint8), np.zeros(0, np.uint8)))
+    for mode in MODES:
+        assert_same(pairs, DNA, mode)
+
+
+def test_small_memory_budget_cuts_the_launches():
+    rng = np.random.default_rng(15)
+    pairs = [related(rng, 4, int(m), int(n)) for m, n in rng.integers(100, 600, (50, 2))]
+    assert_same(pairs, DNA, "local", memory_budget=400_000)
+
+
+def test_reference_workload_and_cli_files_equal_cpu(tmp_path):
+    rng = np.random.default_rng(16)
+    texts = [related(rng, 4, 512, 512) for _ in range(300)]
+    letters = np.array(list("ACGT"))
+    (tmp_path / "q.fa").write_text("".join(f">q{k}\n{''.join(letters[q])}\n" for k, (q, _) in enumerate(texts)))
+    (tmp_path / "t.fa").write_text("".join(f">t{k}\n{''.join(letters[t])}\n" for k, (_, t) in enumerate(texts)))
+    for backend in ("cpu", "gpu"):
+        assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--backend",
+                     backend, "--out", str(tmp_path / f"{backend}.tsv"), "--out",
+                     str(tmp_path / f"{backend}.sam"), "--out", str(tmp_path / f"{backend}.paf")]) == 0
+    for ext in ("tsv", "paf"):
+        assert (tmp_path / f"gpu.{ext}").read_bytes() == (tmp_path / f"cpu.{ext}").read_bytes()
+    strip = [line for line in (tmp_path / "cpu.sam").read_text().splitlines() if not line.startswith("@PG")]
+    assert [line for line in (tmp_path / "gpu.sam").read_text().splitlines()
+            if not line.startswith("@PG")] == strip
