@@ -6,11 +6,11 @@ written tie-breaking rules shared by every engine).
 """
 
 from gpualign_plugin.align3.api import Region, align3, align3_score
-from gpualign_plugin.batch.api import align_batch, score_batch
+from gpualign_plugin.batch.api import align_batch, align_batch_gpu, score_batch
 from gpualign_plugin.compare.api import Difference, GenomeComparison, compare_genomes
 from gpualign_plugin.compare.simulate import PlantedEvent, SimulationParameters, simulate_genome
 from gpualign_plugin.errors import BackendUnavailable, InputError
-from gpualign_plugin.fold.api import Fold, fold
+from gpualign_plugin.fold.api import Fold, fold, fold_many
 from gpualign_plugin.io.blasttab import write_blast_tab
 from gpualign_plugin.io.fasta import iter_fasta, read_fasta
 from gpualign_plugin.io.maf import read_maf, write_maf
@@ -28,8 +28,9 @@ from gpualign_plugin.syntenic.api import syntenic, syntenic_align, syntenic_scor
 from gpualign_plugin.version import __version__
 
 __all__ = [
-    "__version__", "align3", "align3_score", "align_batch", "align_pair", "align_sequences", "Alignment",
-    "BackendUnavailable", "Cigar", "compare_genomes", "Difference", "DNA", "Fold", "fold",
+    "__version__", "align3", "align3_score", "align_batch", "align_batch_gpu", "align_pair",
+    "align_sequences", "Alignment",
+    "BackendUnavailable", "Cigar", "compare_genomes", "Difference", "DNA", "Fold", "fold", "fold_many",
     "GenomeComparison", "Hit", "InputError", "iter_fasta", "merge_bams", "MultipleAlignment",
     "PairAlignment", "PairScore", "place", "PlantedEvent", "PROTEIN", "read_fasta", "read_maf",
     "read_paf", "Region", "score_batch", "score_database", "score_pair", "score_pair_tiled",

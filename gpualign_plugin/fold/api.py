@@ -83,7 +83,27 @@ def fold_cells(length: int) -> int:
     return (length - 1) * length * (length + 1) // 6
 
 
-def fold(sequence, min_loop: int = 0, progress: Callable[[int], None] | None = None) -> Fold:
+def _check_min_loop(min_loop) -> int:
+    if int(min_loop) != min_loop or min_loop < 0:
+        raise InputError(f"--min-loop must be an integer 0 or more, got {min_loop}")
+    return int(min_loop)
+
+
+def _as_codes(sequence) -> np.ndarray:
+    return encode_rna(sequence) if isinstance(sequence, str) else np.asarray(sequence, np.uint8)
+
+
+def _make_fold(n: int, pairs: np.ndarray, score: int) -> Fold:
+    """The :class:`Fold` of ``pairs`` (``(k, 2)``, ordered by ``i``) on a sequence of ``n`` bases."""
+    structure = np.full(n, ord("."), dtype=np.uint8)
+    structure[pairs[:, 0]] = ord("(")
+    structure[pairs[:, 1]] = ord(")")
+    return Fold(pairs=tuple(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist())),
+                structure=structure.tobytes().decode("ascii"), score=int(score))
+
+
+def fold(sequence, min_loop: int = 0, progress: Callable[[int], None] | None = None,
+         backend: str = "cpu", device: int = 0) -> Fold:
     """Fold an RNA sequence into a structure with the most nested base pairs.
 
     Parameters
@@ -94,8 +114,13 @@ def fold(sequence, min_loop: int = 0, progress: Callable[[int], None] | None = N
         Fewest unpaired bases a pair must enclose (a hairpin's loop length); 0, the
         default, allows adjacent bases to pair, as in the classic Nussinov formulation.
     progress : callable, optional
-        Called after each block diagonal with the split-point updates it did (they add up
-        to :func:`fold_cells` of the length).
+        Called with split-point updates done (they add up to :func:`fold_cells` of the
+        length): after each block diagonal on the CPU, once at the end on the GPU.
+    backend : {'cpu', 'gpu'}
+        Already resolved (see :func:`gpualign_plugin.runtime.backend.resolve_backend`);
+        both give the same :class:`Fold`.
+    device : int
+        CUDA device ordinal for the GPU backend.
 
     Returns
     -------
@@ -108,23 +133,48 @@ def fold(sequence, min_loop: int = 0, progress: Callable[[int], None] | None = N
     >>> fold("GGGAAAUCC", min_loop=3).structure
     '(((...)))'
     """
-    codes = encode_rna(sequence) if isinstance(sequence, str) else np.asarray(sequence, np.uint8)
-    if int(min_loop) != min_loop or min_loop < 0:
-        raise InputError(f"--min-loop must be an integer 0 or more, got {min_loop}")
+    codes = _as_codes(sequence)
+    min_loop = _check_min_loop(min_loop)
+    if backend == "gpu":
+        result = fold_many([codes], min_loop, backend, device)[0]
+        if progress is not None:
+            progress(fold_cells(codes.size))
+        return result
+    if backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     n = codes.size
     rows = np.zeros((n + 1, n + 1), dtype=np.int32)
     cols = np.zeros((n + 1, n + 1), dtype=np.int32)
     for diagonal in range((n + cpu.BLOCK - 1) // cpu.BLOCK):
-        cpu.fill_block_diagonal(codes, int(min_loop), rows, cols, diagonal)
+        cpu.fill_block_diagonal(codes, min_loop, rows, cols, diagonal)
         if progress is not None:
             progress(cpu.block_diagonal_updates(n, diagonal))
     pairs = np.empty((n // 2 + 1, 2), dtype=np.int64)
-    count = cpu.traceback(codes, int(min_loop), rows, pairs)
+    count = cpu.traceback(codes, min_loop, rows, pairs)
     pairs = pairs[:count]
-    order = np.argsort(pairs[:, 0], kind="stable")
-    pairs = pairs[order]
-    structure = np.full(n, ord("."), dtype=np.uint8)
-    structure[pairs[:, 0]] = ord("(")
-    structure[pairs[:, 1]] = ord(")")
-    return Fold(pairs=tuple((int(i), int(j)) for i, j in pairs),
-                structure=structure.tobytes().decode("ascii"), score=int(rows[0, n - 1]))
+    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+    return _make_fold(n, pairs, int(rows[0, n - 1]) if n else 0)
+
+
+def fold_many(sequences, min_loop: int = 0, backend: str = "cpu", device: int = 0,
+              progress: Callable[[int], None] | None = None) -> list[Fold]:
+    """:func:`fold` of every sequence (text or codes); on the GPU many sequences share each launch.
+
+    ``progress`` is called with the split-point updates of each folded sequence
+    (:func:`fold_cells` of its length). Results are in the order of ``sequences`` and
+    the same on both backends. The GPU engine (:mod:`gpualign_plugin.fold.gpu`) takes
+    sequences of up to 65,000 nt and folds them in groups that fit half the free
+    device memory.
+    """
+    codes = [_as_codes(s) for s in sequences]
+    min_loop = _check_min_loop(min_loop)
+    if backend != "gpu":
+        return [fold(c, min_loop, progress, backend) for c in codes]
+    from gpualign_plugin.fold import gpu
+
+    def done(index: int) -> None:
+        if progress is not None:
+            progress(fold_cells(codes[index].size))
+
+    return [_make_fold(c.size, pairs, score)
+            for c, (pairs, score) in zip(codes, gpu.fold_many(codes, min_loop, device, progress=done))]

@@ -12,46 +12,8 @@ from gpualign_plugin.cli.main import main
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.fold.api import encode_rna, fold, fold_cells
 
-PAIRS = {("A", "U"), ("U", "A"), ("G", "C"), ("C", "G"), ("G", "U"), ("U", "G")}
-
-
-def nussinov(text, min_loop):
-    """Textbook Nussinov (four cases: i unpaired, j unpaired, (i, j) paired, bifurcation)."""
-    s = text.upper().replace("T", "U")
-    n = len(s)
-    best = [[0] * (n + 1) for _ in range(n + 1)]
-    for span in range(1, n):
-        for i in range(n - span):
-            j = i + span
-            value = max(best[i + 1][j], best[i][j - 1])
-            if (s[i], s[j]) in PAIRS and j - i - 1 >= min_loop:
-                value = max(value, (best[i + 1][j - 1] if i + 1 <= j - 1 else 0) + 1)
-            for k in range(i + 1, j):
-                value = max(value, best[i][k] + best[k + 1][j])
-            best[i][j] = value
-    return best
-
-
-def traceback_by_rule(text, min_loop):
-    """The traceback written in docs/ALGORITHMS.md, over the oracle's table."""
-    s = text.upper().replace("T", "U")
-    best = nussinov(text, min_loop)
-
-    def value(i, j):
-        return best[i][j] if i < j else 0
-
-    pairs, stack = [], [(0, len(s) - 1)]
-    while stack:
-        i, j = stack.pop()
-        if i >= j or value(i, j) == 0:
-            continue
-        if (s[i], s[j]) in PAIRS and j - i - 1 >= min_loop and value(i, j) == value(i + 1, j - 1) + 1:
-            pairs.append((i, j))
-            stack.append((i + 1, j - 1))
-            continue
-        k = next(k for k in range(i, j) if value(i, k) + value(k + 1, j) == value(i, j))
-        stack += [(k + 1, j), (i, k)]
-    return tuple(sorted(pairs))
+from oracles import RNA_PAIRS as PAIRS
+from oracles import nussinov, traceback_by_rule
 
 
 def check_structure(result, text, min_loop):

@@ -1,0 +1,152 @@
+"""Nussinov folding on one GPU: a blocked max-plus fill and the traceback on the device (``fold/fold.cu``).
+
+Same answer as :mod:`gpualign_plugin.fold.cpu` (the recurrence and traceback rule of
+docs/ALGORITHMS.md, "RNA folding"); docs/GPU.md has the design and the measurements.
+
+**Fill.** In half-open form ``W(i, j) = N(i, j - 1)`` the recurrence is a max-plus closure
+over the upper triangle of a ``(n + 1) x (n + 1)`` matrix, cut into :data:`TILE` x
+:data:`TILE` tiles. The tiles of one tile diagonal are independent: one launch per tile
+diagonal, one block per tile, the tiles of every sequence of the batch in the same launch
+(so many short sequences fill the GPU together). A tile first takes the max-plus products
+of the finished tiles to its left and below (shared memory, 16-bit pairs, Hopper's DPX
+``__viaddmax_s16x2``), then the split points inside its own row and column tiles and the
+pair term, cell anti-diagonal by anti-diagonal.
+
+**Traceback** on the device, one block per sequence: the host gets each base's partner.
+
+**Memory.** ``2 TILE^2 D (D + 1) / 2`` bytes of tiles per sequence (``D = ceil((n + 1) / TILE)``;
+678 MB for n = 26,000), plus ``24 (n + 1)`` bytes of partner and stack. Sequences are folded
+in groups that fit ``memory_budget`` (default: half the free device memory).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.runtime import kernels
+from gpualign_plugin.runtime.kernels import GpuMemoryError
+
+_SOURCE = "fold/fold.cu"
+TILE = 64
+THREADS = 256
+MAX_LENGTH = 65_000
+"""Longest sequence: the most pairs (half the padded length) must fit 16 bits."""
+
+
+def sequence_bytes(length: int) -> int:
+    """Device bytes of one sequence of ``length`` nucleotides: tiles, codes, partners and stack."""
+    side = (length + 1 + TILE - 1) // TILE
+    return 2 * TILE * TILE * side * (side + 1) // 2 + side * TILE + 24 * (length + 1) + 64
+
+
+def fold_many(sequences, min_loop: int, device: int = 0, memory_budget: int | None = None,
+              progress=None) -> list[tuple[np.ndarray, int]]:
+    """Fold every sequence on the GPU.
+
+    Parameters
+    ----------
+    sequences : sequence of numpy.ndarray
+        ``uint8`` RNA codes (A 0, C 1, G 2, U 3), each 1 to :data:`MAX_LENGTH` long.
+    min_loop : int
+        Fewest unpaired bases a pair must enclose (>= 0).
+    device : int
+        CUDA device ordinal.
+    memory_budget : int, optional
+        Device bytes one group of sequences may take (default: half the free memory).
+    progress : callable, optional
+        Called with the index of each folded sequence.
+
+    Returns
+    -------
+    list of (numpy.ndarray, int)
+        Per sequence, its pairs (``(k, 2)`` ``int64``, ordered by ``i``) and their number
+        (the maximum), identical to the CPU engine's.
+
+    Raises
+    ------
+    InputError
+        A sequence longer than :data:`MAX_LENGTH`.
+    GpuMemoryError
+        One sequence does not fit ``memory_budget``.
+    """
+    import cupy
+
+    sequences = [np.asarray(s, dtype=np.uint8) for s in sequences]
+    for s in sequences:
+        if len(s) > MAX_LENGTH:
+            raise InputError(f"the GPU fold takes sequences of up to {MAX_LENGTH:,} nt "
+                             f"(one is {len(s):,} nt)")
+    results: list = [None] * len(sequences)
+    with cupy.cuda.Device(device):
+        budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2
+        need = [sequence_bytes(len(s)) for s in sequences]
+        if need and max(need) > budget:
+            raise GpuMemoryError(f"folding {len(sequences[int(np.argmax(need))]):,} nt needs "
+                                 f"{max(need) / 2**20:.0f} MiB of GPU memory; the budget is "
+                                 f"{budget / 2**20:.0f} MiB")
+        group: list[int] = []
+        used = 0
+        for k in range(len(sequences) + 1):
+            if k == len(sequences) or (group and used + need[k] > budget):
+                for index, result in zip(group, _fold_group([sequences[x] for x in group], min_loop,
+                                                             device)):
+                    results[index] = result
+                    if progress is not None:
+                        progress(index)
+                group, used = [], 0
+            if k < len(sequences):
+                group.append(k)
+                used += need[k]
+    return results
+
+
+def _fold_group(sequences, min_loop: int, device: int) -> list[tuple[np.ndarray, int]]:
+    import cupy
+
+    if not sequences:
+        return []
+    fill = kernels.get_kernel(device, _SOURCE, "fold_diagonal")
+    trace = kernels.get_kernel(device, _SOURCE, "fold_traceback")
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    sides = (lengths + TILE) // TILE  # ceil((n + 1) / TILE)
+    tile_counts = sides * (sides + 1) // 2 * TILE * TILE
+    tile_base = np.concatenate(([0], np.cumsum(tile_counts)[:-1])).astype(np.int64)
+    code_base = np.concatenate(([0], np.cumsum(sides * TILE)[:-1])).astype(np.int64)
+    codes = np.full(int((sides * TILE).sum()), 4, dtype=np.uint8)
+    for s, base in zip(sequences, code_base):
+        codes[base:base + len(s)] = s
+    # Work items (sequence, I) of every tile diagonal d, in launch order.
+    items, starts = [], [0]
+    for d in range(int(sides.max())):
+        for s in np.flatnonzero(sides > d):
+            rows = np.arange(sides[s] - d, dtype=np.int32)
+            items.append(np.stack([np.full_like(rows, s), rows], axis=1))
+        starts.append(sum(len(x) for x in items))
+    item_array = cupy.asarray(np.concatenate(items).astype(np.int32))
+    tiles = cupy.empty(int(tile_counts.sum()), dtype=cupy.int16)
+    d_tile_base, d_sides, d_codes, d_code_base = (cupy.asarray(x) for x in (
+        tile_base, sides.astype(np.int32), codes, code_base))
+    for d in range(len(starts) - 1):
+        count = starts[d + 1] - starts[d]
+        kernels.launch(fill, "fold_diagonal", count, THREADS,
+                       (tiles, d_tile_base, d_sides, d_codes, d_code_base, item_array[starts[d]:],
+                        np.int32(d), np.int32(min_loop)),
+                       0, f"tile diagonal {d} of {len(sequences)} sequence(s), longest {int(lengths.max())} nt",
+                       sync=False)
+    partner_base = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    partner = cupy.empty(int(lengths.sum()), dtype=cupy.int32)
+    stack = cupy.empty(2 * int(lengths.sum() + len(sequences)) * 2, dtype=cupy.int32)
+    scores = cupy.empty(len(sequences), dtype=cupy.int32)
+    kernels.launch(trace, "fold_traceback", len(sequences), THREADS,
+                   (tiles, d_tile_base, d_sides, d_codes, d_code_base, cupy.asarray(lengths.astype(np.int32)),
+                    cupy.asarray(partner_base), partner, stack, scores, np.int32(min_loop)),
+                   0, f"traceback of {len(sequences)} sequence(s)")
+    partner_host = partner.get()
+    score_host = scores.get()
+    results = []
+    for s, base in enumerate(partner_base):
+        part = partner_host[base:base + lengths[s]].astype(np.int64)
+        first = np.flatnonzero(part > np.arange(lengths[s]))
+        results.append((np.stack([first, part[first]], axis=1), int(score_host[s])))
+    return results
