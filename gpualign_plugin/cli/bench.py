@@ -51,6 +51,8 @@ def register(subparsers) -> None:
                         help="align3: three related random proteins of N residues, full alignment [300]")
     parser.add_argument("--fold-length", type=int, default=2000, metavar="N",
                         help="fold: a random RNA of N nucleotides [2000]")
+    parser.add_argument("--fold-many", default="100x500", metavar="COUNTxLENGTH",
+                        help="fold: also COUNT random RNAs of LENGTH nt folded in one call [100x500]")
     parser.add_argument("--search-query", metavar="FASTA", help="search: protein queries (required for search)")
     parser.add_argument("--search-db", metavar="FASTA", help="search: protein database (required for search)")
     parser.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
@@ -269,11 +271,24 @@ def _batch_rows(args, scheme) -> list[Row]:
     count, length = parse_size(args.batch)
     threads = apply_threads(args.threads)
     pairs = [related_pair(length, length, args.divergence, args.seed + k) for k in range(count)]
-    seconds, results = _time(lambda: align_batch(pairs, scheme, args.mode), args.repeat)
-    summary = f"{count} alignments, total score {sum(r.score for r in results)}"
-    device = f"{cpu_description()}, {threads} threads"
-    return [Row("batch+traceback", "cpu", device, f"{count}x{length}", seconds, count * length * length,
-                _rss(), summary)]
+    rows, results = [], {}
+    for backend, device in _backends(args):
+        seconds, result = _time(lambda: align_batch(pairs, scheme, args.mode, backend, args.device),
+                                args.repeat)
+        results[backend] = result
+        summary = f"{count} alignments, total score {sum(r.score for r in result)}"
+        if backend == "cpu":
+            device = f"{device}, {threads} threads"
+        else:
+            from gpualign_plugin.batch import gpu
+
+            profile: dict = {}
+            gpu.align_batch(pairs, scheme, args.mode, args.device, profile=profile)
+            summary += f"; kernel {profile['kernel_seconds'] * 1e3:.2f} ms"
+        rows.append(Row("batch+traceback", backend, device, f"{count}x{length}", seconds,
+                        count * length * length, _gpu_memory(backend), summary))
+    _agreement(rows, results)
+    return rows
 
 
 SYNTENIC_ALIGN_MAX_CELLS = 1e10
@@ -355,13 +370,27 @@ def _align3_rows(args) -> list[Row]:
 
 
 def _fold_rows(args) -> list[Row]:
-    from gpualign_plugin.fold.api import fold, fold_cells
+    from gpualign_plugin.fold.api import fold, fold_cells, fold_many
 
     rng = np.random.default_rng(args.seed)
     text = "".join(rng.choice(list("ACGU"), args.fold_length))
-    seconds, result = _time(lambda: fold(text), args.repeat)
-    return [Row("fold (Nussinov)", "cpu", cpu_description(), f"{args.fold_length} nt", seconds,
-                fold_cells(args.fold_length), _rss(), f"{result.score} pairs")]
+    count, length = parse_size(args.fold_many)
+    many = ["".join(rng.choice(list("ACGU"), length)) for _ in range(count)]
+    rows = []
+    for size, cells, function in (
+            (f"{args.fold_length} nt", fold_cells(args.fold_length),
+             lambda backend: fold(text, backend=backend, device=args.device)),
+            (f"{count}x{length} nt", count * fold_cells(length),
+             lambda backend: fold_many(many, backend=backend, device=args.device))):
+        results = {}
+        for backend, device in _backends(args):
+            seconds, result = _time(lambda: function(backend), args.repeat)
+            results[backend] = result
+            pairs = result.score if hasattr(result, "score") else sum(r.score for r in result)
+            rows.append(Row("fold (Nussinov)", backend, device, size, seconds, cells, _gpu_memory(backend),
+                            f"{pairs} pairs"))
+        _agreement(rows, results)
+    return rows
 
 
 def _search_rows(args) -> list[Row]:

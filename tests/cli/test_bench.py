@@ -9,7 +9,7 @@ def test_bench_measures_every_cpu_task_and_describes_the_machine(capsys, data_di
     globins = f"{data_dir}/globins.fasta"
     status = main(["bench", "--backend", "cpu", "--tasks", "score,align,batch,syntenic,align3,fold,search",
                    "--sizes", "300x400", "--batch", "8x64", "--align3-length", "20", "--fold-length", "60",
-                   "--search-query", globins, "--search-db", globins, "--repeat", "1"])
+                   "--fold-many", "3x40", "--search-query", globins, "--search-db", globins, "--repeat", "1"])
     out = capsys.readouterr().out
     assert status == 0
     assert out.startswith("# machine:") and "CPU:" in out.splitlines()[0]
