@@ -16,6 +16,7 @@ import sys
 
 from gpualign_plugin.errors import BackendUnavailable, InputError
 from gpualign_plugin.io.atomic import check_writable
+from gpualign_plugin.runtime.gpu_slot import take_gpu_slot
 from gpualign_plugin.runtime.kernels import GpuKernelError, GpuMemoryError
 from gpualign_plugin.version import __version__
 
@@ -50,11 +51,32 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpualign", description="Exact dynamic-programming sequence alignment on GPUs and CPUs.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gpualign {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log more detail on stderr")
+    add_global_options(parser)
     subparsers = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"gpualign_plugin.cli.{name}").register(subparsers)
+    for subparser in {id(p): p for p in subparsers.choices.values()}.values():
+        add_global_options(subparser, in_subcommand=True)
     return parser
+
+
+def add_global_options(parser: argparse.ArgumentParser, in_subcommand: bool = False) -> None:
+    """Add the options that may stand before or after the subcommand (``-v``, GPU slots).
+
+    On a subcommand's parser they default to ``argparse.SUPPRESS``, so a value given
+    before the subcommand is kept unless the same option is given again after it.
+    """
+    def default(value):
+        return argparse.SUPPRESS if in_subcommand else value
+
+    group = parser.add_argument_group("global options (before or after the subcommand)")
+    group.add_argument("-v", "--verbose", action="store_true", default=default(False),
+                       help="log more detail on stderr")
+    group.add_argument("--local-gpus", type=int, default=default(1), metavar="N",
+                       help="with N > 1 GPUs on this machine, take the first free one for this "
+                            "run (a lock file per device in --gpu-lock-dir) and use only it [1]")
+    group.add_argument("--gpu-lock-dir", default=default(".gpu-slots"), metavar="DIR",
+                       help="where the --local-gpus lock files live [.gpu-slots]")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.subcommand is None:
         parser.print_help()
         return 2
+    # The device's lock lasts as long as the file in args.gpu_slot stays open: this whole run.
+    args.gpu_slot = take_gpu_slot(args.local_gpus, args.gpu_lock_dir)
     try:
         if getattr(args, "stats", None):
             # --stats (add_compute_options) is written last: check it before the work starts.

@@ -28,11 +28,11 @@ SNAKEMAKE = shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
 
 
-def copy_project(destination) -> str:
-    """Copy what the workflow needs into ``destination`` (a fresh directory) and return it."""
+def copy_project(destination, extra=()) -> str:
+    """Copy what the workflow needs (and the folders ``extra``) into ``destination``; return it."""
     destination = str(destination)
     os.makedirs(destination, exist_ok=True)
-    for name in COPIED:
+    for name in COPIED + tuple(extra):
         shutil.copytree(os.path.join(REPO, name), os.path.join(destination, name),
                         ignore=shutil.ignore_patterns("__pycache__", "results", ".snakemake"))
     return destination
@@ -495,25 +495,3 @@ def test_merge_alignments_refuses_mismatched_options(tmp_path):
                      "--out-paf", str(tmp_path / "out.paf"))
     assert result.returncode == 2 and "missing.paf: no such file" in result.stderr
     assert not (tmp_path / "out.paf").exists()
-
-
-def test_gpu_slot_gives_concurrent_jobs_different_devices(tmp_path):
-    script = os.path.join(REPO, "workflow", "scripts", "gpu-slot.sh")
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID")}
-    env["CUDA_VISIBLE_DEVICES"] = "4,6"
-    command = 'echo "$CUDA_VISIBLE_DEVICES"; sleep 1'
-    jobs = [subprocess.Popen(["bash", script, "2", str(tmp_path / "locks"), "bash", "-c", command],
-                             stdout=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-    devices = sorted(job.communicate()[0].strip() for job in jobs)
-    assert devices == ["4", "6"]
-    # A third job waits for a free device, then takes one.
-    assert subprocess.run(["bash", script, "2", str(tmp_path / "locks"), "bash", "-c", command],
-                          capture_output=True, text=True, env=env).stdout.strip() in ("4", "6")
-    # Inside SLURM (or with one GPU) the command runs as it is.
-    env["SLURM_JOB_ID"] = "17"
-    result = subprocess.run(["bash", script, "2", str(tmp_path / "locks"), "bash", "-c", command],
-                            capture_output=True, text=True, env=env)
-    assert result.stdout.strip() == "4,6"
-    failing = subprocess.run(["bash", script, "1", str(tmp_path / "locks"), "false"], env=env)
-    assert failing.returncode == 1

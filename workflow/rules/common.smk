@@ -100,10 +100,12 @@ GPUALIGN = (
 )
 
 # Locally, with several GPUs, each alignment job takes a free device through a lock file
-# (see workflow/scripts/gpu-slot.sh); `--resources gpu=N` keeps at most N such jobs running.
-GPU_SLOT = "bash {} {} results/.gpu-slots".format(
-    shlex.quote(str(workflow.source_path("../scripts/gpu-slot.sh"))),
-    config["local_gpus"] if GPU_PER_JOB else 0,
+# (`gpualign --local-gpus N`, gpualign_plugin/runtime/gpu_slot.py); `--resources gpu=N`
+# keeps at most N such jobs running. No path in it: params stay the same between runs.
+GPU_SLOT = (
+    f"--local-gpus {config['local_gpus']} --gpu-lock-dir results/.gpu-slots"
+    if GPU_PER_JOB and config["local_gpus"] > 1
+    else ""
 )
 
 

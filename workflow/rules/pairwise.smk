@@ -51,7 +51,7 @@ rule pairwise_shard:
         min_score=config["pairwise"]["min_score"],
         scoring=scoring_options("pairwise"),
     shell:
-        "{params.gpu_slot} {params.gpualign} pairwise --query {input.query:q} --target {input.reference:q} "
+        "{params.gpualign} {params.gpu_slot} pairwise --query {input.query:q} --target {input.reference:q} "
         "--out {output.bam:q} --out {output.paf:q} --mode {params.mode} --strand {params.strand} "
         "--min-score {params.min_score} {params.scoring} --backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"

@@ -32,7 +32,7 @@ rule search_shard:
         top=SEARCH["top"],
         scoring=scoring_options("search"),
     shell:
-        "{params.gpu_slot} {params.gpualign} search --query {input.queries:q} "
+        "{params.gpualign} {params.gpu_slot} search --query {input.queries:q} "
         "--db {input.database:q} --out-hits {output.hits:q} --top {params.top} --shards {params.shards} "
         "--shard {wildcards.shard} {params.scoring} --backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"

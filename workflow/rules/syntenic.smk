@@ -66,7 +66,7 @@ rule syntenic:
         ),
         scoring=scoring_options("syntenic"),
     shell:
-        "{params.gpu_slot} {params.gpualign} syntenic --query {input.query:q} --target {input.reference:q} "
+        "{params.gpualign} {params.gpu_slot} syntenic --query {input.query:q} --target {input.reference:q} "
         "--out-prefix {params.prefix:q} {params.pairs} {params.block_penalty} {params.scoring} "
         "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
 

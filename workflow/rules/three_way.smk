@@ -29,7 +29,7 @@ rule best_hits:
         backend=config["backend"],
         scoring=scoring_options("three_way"),
     shell:
-        "{params.gpu_slot} {params.gpualign} search --query {input.queries:q} "
+        "{params.gpualign} {params.gpu_slot} search --query {input.queries:q} "
         "--db {input.proteins:q} --top 1 --out-blast {output.hits:q} {params.scoring} "
         "--backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"
@@ -103,7 +103,7 @@ rule three_way_batch:
         fasta=lambda wildcards, input: triplet_fasta_options(input.sequences),
         scoring=scoring_options("three_way"),
     shell:
-        "{params.gpu_slot} {params.gpualign} align3 --fasta {params.fasta} --triplets {input.triplets:q} "
+        "{params.gpualign} {params.gpu_slot} align3 --fasta {params.fasta} --triplets {input.triplets:q} "
         "--maf {output.maf:q} --fasta-dir {output.fasta:q} {params.scoring} "
         "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
 
