@@ -12,6 +12,7 @@ import shutil
 import sys
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -92,12 +93,34 @@ QUERIES = [name for name, genome in GENOMES.items() if genome["role"] == "query"
 # becomes --gpus=1 and SLURM sets CUDA_VISIBLE_DEVICES, so device 0 is the job's own GPU.
 GPU_PER_JOB = 0 if config["backend"] == "cpu" else 1
 
-# `gpualign` as installed by pip; from a bare checkout, the same interpreter as Snakemake.
-GPUALIGN = (
-    "gpualign"
-    if shutil.which("gpualign")
-    else f"{shlex.quote(sys.executable)} -m gpualign_plugin.cli.main"
-)
+
+def gpualign_command():
+    """How the rules call gpualign.
+
+    With ``--sdm conda`` the rule's environment (envs/gpualign.yaml) holds the
+    dependencies and the package comes from the checkout this workflow belongs to, put on
+    ``PYTHONPATH``: no relative path that depends on where Snakemake runs or copies the env
+    file. Otherwise ``gpualign`` as installed by pip, or, from a bare checkout, the same
+    interpreter as Snakemake.
+    """
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+        checkout = os.path.normpath(
+            os.path.join(str(workflow.current_basedir), "..", "..")
+        )
+        if not os.path.isdir(os.path.join(checkout, "gpualign_plugin")):
+            raise WorkflowError(
+                f"--sdm conda: the gpualign package is not beside the workflow ({checkout})"
+            )
+        return (
+            f"PYTHONPATH={shlex.quote(checkout)}${{PYTHONPATH:+:$PYTHONPATH}} "
+            "python -m gpualign_plugin.cli.main"
+        )
+    if shutil.which("gpualign"):
+        return "gpualign"
+    return f"{shlex.quote(sys.executable)} -m gpualign_plugin.cli.main"
+
+
+GPUALIGN = gpualign_command()
 
 # Locally, with several GPUs, each alignment job takes a free device through a lock file
 # (`gpualign --local-gpus N`, gpualign_plugin/runtime/gpu_slot.py); `--resources gpu=N`
