@@ -16,7 +16,7 @@ from gpualign_plugin import gotoh
 from gpualign_plugin.batch import cpu
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
 from gpualign_plugin.pairwise import api as pairwise
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
 
 MODES = ("local", "global", "semiglobal")
 _MODE_CODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
@@ -38,7 +38,9 @@ def _pack(pairs):
 def _check_batch(pairs, scheme: ScoringScheme, mode: str):
     if mode not in _MODE_CODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    for q, t in pairs:
+    if pairs:
+        # The bound grows with m + n: the pair with the largest sum is the one to check.
+        q, t = max(pairs, key=lambda pair: len(pair[0]) + len(pair[1]))
         scheme.check_score_range(len(q), len(t))
     return np.ascontiguousarray(scheme.matrix, dtype=np.int32), _MODE_CODES[mode]
 
@@ -147,3 +149,41 @@ def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
         result = pairwise.align_pair_on(long_backend, pairs[k][0], pairs[k][1], scheme, mode, device)
         results[k] = NO_PAIR_ALIGNMENT if mode == "local" and result.score <= 0 else result
     return results
+
+
+def align_batch_strands(pairs, scheme: ScoringScheme, mode: str, strands: str = "plus",
+                        backend: str = "cpu", device: int = 0) -> list[tuple[str, PairAlignment]]:
+    """:func:`align_batch` of every pair on the strands asked for; the better strand per pair.
+
+    Parameters
+    ----------
+    pairs : iterable of (numpy.ndarray, numpy.ndarray)
+        ``uint8`` codes of each query and target.
+    strands : {'plus', 'both'}
+        ``'both'`` (DNA only) also aligns the reverse complement of each query, in the
+        same call to the engine, and keeps the minus strand only where it scores strictly
+        higher (a tie keeps the plus strand, as placement ranks ``+`` before ``-``).
+    backend, device
+        As for :func:`align_batch`.
+
+    Returns
+    -------
+    list of (str, PairAlignment)
+        ``('+' or '-', alignment)`` per pair, in order. A minus-strand alignment's query
+        coordinates are on the reverse complement (``m - query_end`` and ``m - query_start``
+        are the forward-strand interval) and its CIGAR reads the reverse-complemented
+        query along the target, as in :func:`gpualign_plugin.pairwise.api.align_sequences`.
+
+    Raises
+    ------
+    InputError
+        ``'both'`` with a protein scheme.
+    """
+    pairs = list(pairs)
+    signs = pairwise.strand_signs(strands, scheme)
+    if len(signs) == 1:
+        return [("+", result) for result in align_batch(pairs, scheme, mode, backend, device)]
+    aligned = align_batch(pairs + [(reverse_complement_codes(np.asarray(q)), t) for q, t in pairs],
+                          scheme, mode, backend, device)
+    return [("-", minus) if minus.score > plus.score else ("+", plus)
+            for plus, minus in zip(aligned[:len(pairs)], aligned[len(pairs):])]

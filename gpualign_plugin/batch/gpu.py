@@ -178,17 +178,18 @@ def decode(out: np.ndarray, runs: np.ndarray, run_offsets: np.ndarray, mode_code
     """
     counts = out[:, 5].astype(np.int64)
     ends = np.cumsum(counts)
-    index = np.repeat(run_offsets - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
-    kept = runs[index]
-    lengths = (kept >> 2).tolist()
-    letters = [gotoh.OP_LETTERS[x] for x in (kept & 3).tolist()]
+    total = int(ends[-1]) if len(ends) else 0
+    # Each pair's runs in forward order (the kernel wrote them end to start).
+    within = np.arange(total) - np.repeat(ends - counts, counts)
+    kept = runs[np.repeat(run_offsets + counts - 1, counts) - within]
+    runs_list = list(zip((kept >> 2).tolist(), map(gotoh.OP_LETTERS.__getitem__, (kept & 3).tolist())))
     results = []
     last = 0
+    local = mode_code == gotoh.LOCAL
     for score, q_start, q_end, t_start, t_end, n_runs in out.tolist():
         first, last = last, last + n_runs
-        if mode_code == gotoh.LOCAL and score <= 0:
+        if local and score <= 0:
             results.append(NO_PAIR_ALIGNMENT)
-            continue
-        cigar = Cigar(tuple(zip(lengths[first:last][::-1], letters[first:last][::-1])))
-        results.append(PairAlignment(score, q_start, q_end, t_start, t_end, cigar))
+        else:
+            results.append(PairAlignment(score, q_start, q_end, t_start, t_end, Cigar(tuple(runs_list[first:last]))))
     return results

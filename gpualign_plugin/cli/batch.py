@@ -14,7 +14,7 @@ from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 log = logging.getLogger("gpualign")
 
 FORMATS = {".sam": "sam", ".bam": "bam", ".paf": "paf", ".tsv": "tsv"}
-TSV_COLUMNS = ("qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar")
+TSV_COLUMNS = ("qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar", "strand")
 BATCH_PAIRS = {"cpu": 256, "gpu": 100_000}
 """Pairs handed to each engine at once: bounds memory and paces the progress bar."""
 
@@ -33,9 +33,11 @@ def register(subparsers) -> None:
         "batch", help="align many independent pairs (i-th with i-th, or listed pairs) with traceback",
         description="Align the i-th query record with the i-th target record (equal record counts), or "
                     "the pairs listed with --pairs, exactly and in parallel, and write SAM/BAM, PAF or "
-                    "TSV (qid tid score qstart qend tstart tend cigar; 0-based half-open; one line per "
-                    "pair, score 0 and CIGAR '*' for a local pair without alignment). The CPU and GPU "
-                    "engines give the same alignments.",
+                    "TSV (qid tid score qstart qend tstart tend cigar strand; 0-based half-open on the "
+                    "forward strands; one line per pair, score 0, CIGAR '*' and strand '+' for a local "
+                    "pair without alignment). With --strand both (DNA) each pair is aligned on both "
+                    "strands and the better kept (ties: '+'). The CPU and GPU engines give the same "
+                    "alignments.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
     parser.add_argument("-t", "--target", required=True, metavar="FASTA", help="target sequences (FASTA, .gz ok)")
@@ -48,6 +50,9 @@ def register(subparsers) -> None:
                         help="output format for every --out (default: from each extension)")
     parser.add_argument("--mode", choices=("local", "global", "semiglobal"), default="local",
                         help="alignment mode [local]")
+    parser.add_argument("--strand", choices=("plus", "both"), default="plus",
+                        help="both: also align each query's reverse complement (DNA) and keep the "
+                             "better strand per pair [plus]")
     add_scoring_options(parser, "dna")
     add_compute_options(parser)
     parser.set_defaults(run=run)
@@ -68,45 +73,51 @@ def make_pairs(queries, targets, pairs_file: str | None, query_path: str, target
     return list(zip(queries, targets))
 
 
-def align_pairs(pairs, scheme, mode: str, on_done=None, backend: str = "cpu", device: int = 0):
-    """:class:`~gpualign_plugin.model.Alignment` of each (query, target) record pair, plus strand.
+def align_pairs(pairs, scheme, mode: str, on_done=None, backend: str = "cpu", device: int = 0,
+                strands: str = "plus"):
+    """:class:`~gpualign_plugin.model.Alignment` of each (query, target) record pair.
 
-    Pairs go to :func:`~gpualign_plugin.batch.api.align_batch` on ``backend`` (resolved)
-    in groups of :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells of each finished group.
-    Local pairs without a positive score give ``None``.
+    Pairs go to :func:`~gpualign_plugin.batch.api.align_batch_strands` on ``backend``
+    (resolved) in groups of :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells of each
+    finished group (both strands counted). Local pairs without a positive score give ``None``.
     """
-    from gpualign_plugin.batch.api import align_batch
+    from gpualign_plugin.batch.api import align_batch_strands
     from gpualign_plugin.model import Alignment
 
     results = []
     size = BATCH_PAIRS[backend]
     for start in range(0, len(pairs), size):
         group = pairs[start:start + size]
-        aligned = align_batch([(q.codes, t.codes) for q, t in group], scheme, mode, backend, device)
-        for (query, target), pair in zip(group, aligned):
+        aligned = align_batch_strands([(q.codes, t.codes) for q, t in group], scheme, mode, strands,
+                                      backend, device)
+        for (query, target), (strand, pair) in zip(group, aligned):
             if mode == "local" and pair.score <= 0:
                 results.append(None)
                 continue
-            results.append(Alignment(query.id, target.id, len(query), len(target), pair.query_start,
-                                     pair.query_end, pair.target_start, pair.target_end, "+",
-                                     pair.score, pair.cigar, mode))
+            m = len(query)
+            q_start, q_end = (m - pair.query_end, m - pair.query_start) if strand == "-" else \
+                (pair.query_start, pair.query_end)
+            results.append(Alignment(query.id, target.id, m, len(target), q_start, q_end,
+                                     pair.target_start, pair.target_end, strand, pair.score, pair.cigar,
+                                     mode))
         if on_done is not None:
-            on_done(sum(len(q) * len(t) for q, t in group))
+            on_done(sum(len(q) * len(t) for q, t in group) * (2 if strands == "both" else 1))
     return results
 
 
 def write_tsv(path: str, pairs, results) -> None:
-    """The batch TSV: header line, then one line per pair in input order (0-based half-open).
+    """The batch TSV: header line, then one line per pair in input order.
 
-    A local pair without an alignment (no positive score) gets score 0, coordinates 0
-    and CIGAR ``*``.
+    Coordinates are 0-based half-open on the forward strands; the last column is the
+    strand of the query (``-``: its reverse complement aligned). A local pair without an
+    alignment (no positive score) gets score 0, coordinates 0, CIGAR ``*`` and strand ``+``.
     """
     with atomic_text(path) as handle:
         handle.write("\t".join(TSV_COLUMNS) + "\n")
         for (query, target), a in zip(pairs, results):
-            fields = (query.id, target.id, 0, 0, 0, 0, 0, "*") if a is None else \
+            fields = (query.id, target.id, 0, 0, 0, 0, 0, "*", "+") if a is None else \
                 (a.query_id, a.target_id, a.score, a.query_start, a.query_end, a.target_start,
-                 a.target_end, a.cigar)
+                 a.target_end, a.cigar, a.strand)
             handle.write("\t".join(str(f) for f in fields) + "\n")
 
 
@@ -127,9 +138,10 @@ def run(args: argparse.Namespace) -> int:
     pairs = make_pairs(queries, targets, args.pairs, args.query, args.target)
     engine = resolve_backend(args.backend, args.device)
     stats = RunStats("batch", engine=engine, device=describe_device(engine, args.device), threads=threads)
-    stats.cells = sum(len(q) * len(t) for q, t in pairs)
+    stats.cells = sum(len(q) * len(t) for q, t in pairs) * (2 if args.strand == "both" else 1)
     with Progress(stats.cells, "batch") as progress:
-        results = align_pairs(pairs, scheme, args.mode, progress.advance, engine, args.device)
+        results = align_pairs(pairs, scheme, args.mode, progress.advance, engine, args.device,
+                              args.strand)
     stats.finish()
     alignments = [a for a in results if a is not None]
     log.info("%d pairs aligned (%d without a local alignment; %s), %.2f GCUPS", len(pairs),

@@ -50,7 +50,8 @@ def reference_workload(tmp_path, pairs: int = 1000, length: int = 512, seed: int
 
 def read_tsv(path):
     lines = path.read_text().splitlines()
-    assert lines[0].split("\t") == ["qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar"]
+    assert lines[0].split("\t") == ["qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar",
+                                    "strand"]
     return [line.split("\t") for line in lines[1:]]
 
 
@@ -105,8 +106,8 @@ def test_local_pair_without_alignment_keeps_its_tsv_line_and_is_left_out_of_paf(
     (tmp_path / "t.fa").write_text(">t0\nCCCCCCCC\n>t1\nTTACGTACGTTT\n")
     assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
                  "--out", str(tmp_path / "o.tsv"), "--out", str(tmp_path / "o.paf")]) == 0
-    assert read_tsv(tmp_path / "o.tsv") == [["q0", "t0", "0", "0", "0", "0", "0", "*"],
-                                            ["q1", "t1", "16", "0", "8", "2", "10", "8="]]
+    assert read_tsv(tmp_path / "o.tsv") == [["q0", "t0", "0", "0", "0", "0", "0", "*", "+"],
+                                            ["q1", "t1", "16", "0", "8", "2", "10", "8=", "+"]]
     assert [r["qname"] for r in read_paf(tmp_path / "o.paf")] == ["q1"]
 
 
@@ -136,3 +137,40 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpualign: error:") and expected in err and "\n" not in err
     assert not out.exists()
+
+
+def test_both_strands_keep_the_better_strand_per_pair_with_forward_coordinates(tmp_path):
+    from gpualign_plugin.scoring import reverse_complement_text
+
+    rng = np.random.default_rng(7)
+    texts = ["".join(rng.choice(list("ACGT"), n)) for n in (40, 55, 30)]
+    targets = ["GG" + reverse_complement_text(texts[0][3:35]) + "TT",  # the minus strand wins
+               texts[1][5:50],                                         # the plus strand wins
+               "ACGT" + texts[2] + reverse_complement_text(texts[2])]  # equal on both: plus
+    (tmp_path / "q.fa").write_text("".join(f">q{k}\n{t}\n" for k, t in enumerate(texts)))
+    (tmp_path / "t.fa").write_text("".join(f">t{k}\n{t}\n" for k, t in enumerate(targets)))
+    for strand in ("plus", "both"):
+        assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--strand",
+                     strand, "--out", str(tmp_path / f"{strand}.tsv"), "--out",
+                     str(tmp_path / f"{strand}.paf")]) == 0
+    plus, both = read_tsv(tmp_path / "plus.tsv"), read_tsv(tmp_path / "both.tsv")
+    assert [r[8] for r in plus] == ["+", "+", "+"] and [r[8] for r in both] == ["-", "+", "+"]
+    assert both[1:] == plus[1:] and int(both[0][2]) > int(plus[0][2])
+    queries = read_fasta(tmp_path / "q.fa", DNA)
+    target_records = read_fasta(tmp_path / "t.fa", DNA)
+    row = both[0]
+    alignment = Alignment("q0", "t0", 40, len(targets[0]), int(row[3]), int(row[4]), int(row[5]),
+                          int(row[6]), "-", int(row[2]), Cigar.from_string(row[7]))
+    assert (alignment.query_start, alignment.query_end) == (3, 35)
+    assert alignment.recompute_score(queries[0].codes, target_records[0].codes, DNA) == int(row[2])
+    assert [r["strand"] for r in read_paf(tmp_path / "both.paf")][0] == "-"
+
+
+def test_both_strands_with_protein_is_one_line_exit_2(tmp_path, capsys):
+    (tmp_path / "q.fa").write_text(">q0\nMKVLA\n")
+    (tmp_path / "t.fa").write_text(">t0\nMKVLA\n")
+    assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--matrix",
+                 "BLOSUM62", "--strand", "both", "--out", str(tmp_path / "o.tsv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "protein has one strand" in err and "\n" not in err
+    assert not (tmp_path / "o.tsv").exists()

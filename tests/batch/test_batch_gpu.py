@@ -4,7 +4,8 @@ Every test here needs a GPU (marker ``gpu``; conftest.py skips them elsewhere). 
 DNA and protein pairs of every mode, lengths 1 and 2, lengths around the strip sizes (32 R rows,
 256), very unequal lengths, tie-heavy two-letter sequences, N and lower case, all-gap optima
 (global against a one-residue query), local pairs with nothing positive, one long pair among
-short ones (the long-pair engine), and launches cut small by a tiny memory budget.
+short ones (the long-pair engine), launches cut small by a tiny memory budget, and both strands
+(API and CLI files).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpualign_plugin.batch.api import align_batch, align_batch_gpu
+from gpualign_plugin.batch.api import align_batch, align_batch_gpu, align_batch_strands
 from gpualign_plugin.cli.main import main
 from gpualign_plugin.model import Alignment
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
 
 from oracles import gotoh
 
@@ -111,15 +112,26 @@ def test_small_memory_budget_cuts_the_launches():
     assert_same(pairs, DNA, "local", memory_budget=400_000)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_both_strands_equal_cpu(mode):
+    rng = np.random.default_rng(17)
+    pairs = [related(rng, 4, int(m), int(n)) for m, n in rng.integers(1, 300, (60, 2))]
+    pairs = [(reverse_complement_codes(q), t) if k % 3 == 0 else (q, t) for k, (q, t) in enumerate(pairs)]
+    got = align_batch_strands(pairs, DNA, mode, "both", backend="gpu")
+    assert got == align_batch_strands(pairs, DNA, mode, "both")
+    assert {strand for strand, _ in got} == {"+", "-"}
+
+
 def test_reference_workload_and_cli_files_equal_cpu(tmp_path):
     rng = np.random.default_rng(16)
     texts = [related(rng, 4, 512, 512) for _ in range(300)]
+    texts = [(reverse_complement_codes(q), t) if k % 2 else (q, t) for k, (q, t) in enumerate(texts)]
     letters = np.array(list("ACGT"))
     (tmp_path / "q.fa").write_text("".join(f">q{k}\n{''.join(letters[q])}\n" for k, (q, _) in enumerate(texts)))
     (tmp_path / "t.fa").write_text("".join(f">t{k}\n{''.join(letters[t])}\n" for k, (_, t) in enumerate(texts)))
     for backend in ("cpu", "gpu"):
         assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--backend",
-                     backend, "--out", str(tmp_path / f"{backend}.tsv"), "--out",
+                     backend, "--strand", "both", "--out", str(tmp_path / f"{backend}.tsv"), "--out",
                      str(tmp_path / f"{backend}.sam"), "--out", str(tmp_path / f"{backend}.paf")]) == 0
     for ext in ("tsv", "paf"):
         assert (tmp_path / f"gpu.{ext}").read_bytes() == (tmp_path / f"cpu.{ext}").read_bytes()
