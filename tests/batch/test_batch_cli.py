@@ -174,3 +174,18 @@ def test_both_strands_with_protein_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "protein has one strand" in err and "\n" not in err
     assert not (tmp_path / "o.tsv").exists()
+
+
+def test_gpu_backend_without_a_gpu_exits_2_with_one_line(tmp_path, capsys):
+    from gpualign_plugin.runtime.gpu import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    (tmp_path / "q.fa").write_text(">q0\nACGTACGT\n")
+    (tmp_path / "t.fa").write_text(">t0\nACGTACGT\n")
+    out = tmp_path / "o.tsv"
+    assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--backend", "gpu",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--backend gpu" in err[0]
+    assert not out.exists()

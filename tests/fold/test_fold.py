@@ -118,3 +118,17 @@ def test_serial_and_parallel_fills_agree():
         numba.set_num_threads(threads)
         results.append(fold(text, 2))
     assert results[0] == results[1]
+
+
+def test_cli_gpu_backend_without_a_gpu_exits_2_with_one_line(tmp_path, capsys):
+    from gpualign_plugin.runtime.gpu import probe
+
+    if probe(0).usable:
+        pytest.skip("a GPU is present")
+    fasta = tmp_path / "in.fa"
+    fasta.write_text(">r1\nGGGAAAUCC\n")
+    out = tmp_path / "out.dbn"
+    assert main(["fold", "--input", str(fasta), "--out", str(out), "--backend", "gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--backend gpu" in err[0]
+    assert not out.exists()

@@ -35,7 +35,7 @@ def test_small_cases_equal_the_oracle_and_the_cpu():
             assert result == fold(text, min_loop), (text, min_loop)
 
 
-@pytest.mark.parametrize("length", [63, 64, 65, 127, 128, 129, 200, 257, 700, 1500])
+@pytest.mark.parametrize("length", [63, 64, 65, 127, 128, 129, 200, 257, 700, 1500, 3000])
 def test_lengths_around_the_tiles_equal_cpu(length):
     rng = random.Random(length)
     text = "".join(rng.choice("ACGU") for _ in range(length))
