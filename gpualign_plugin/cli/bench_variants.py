@@ -67,7 +67,7 @@ def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int
                 f"score {result.score} end ({result.query_end},{result.target_end})")
         profile: dict = {}
         seconds, result = _time(
-            lambda: pairwise._align(query, target, SCHEME, "local", device, None, None, profile), repeat)
+            lambda: pairwise.align_pair(query, target, SCHEME, "local", device, profile=profile), repeat)
         phases = ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in profile.items())
         add("align (default)", (m, n), seconds, f"score {result.score}; {phases}")
     return rows

@@ -88,6 +88,25 @@ def add_compute_options(parser: argparse.ArgumentParser, gpu: bool = True) -> No
                        help="write run statistics (engine, device, cells, seconds, GCUPS) here")
 
 
+_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def memory_size(text: str) -> int:
+    """Bytes from ``'12G'``, ``'512M'``, ``'1.5GiB'``, ``'64k'`` or ``'1000000'`` (powers of 1024).
+
+    Used as an argparse ``type``: a bad value is an ``ArgumentTypeError`` (exit 2).
+    """
+    value = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = value[-1:] if value[-1:] in _SIZE_UNITS else ""
+    try:
+        size = float(value[:len(value) - len(unit)]) * _SIZE_UNITS[unit]
+    except ValueError:
+        size = -1
+    if not size > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a memory size such as 12G, 512M or 1000000")
+    return int(size)
+
+
 def apply_threads(threads: int) -> int:
     """Set Numba's thread count from ``--threads`` (0 = all cores) and return it."""
     import numba

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
                                         add_scoring_options, apply_threads, command_line,
-                                        describe_device, output_formats, scheme_from_args)
+                                        describe_device, memory_size, output_formats,
+                                        scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 from gpualign_plugin.pairwise.placement import DEFAULT_EVALUE, ZDROP_BITS
@@ -68,6 +70,10 @@ def register(subparsers) -> None:
                              f"its running maximum ('inf': never) [{ZDROP_BITS:g}]")
     add_scoring_options(parser, "dna")
     add_compute_options(parser)
+    parser.add_argument("--gpu-memory", type=memory_size, metavar="SIZE",
+                        help="GPU memory one alignment may take, e.g. 12G or 512M; checkpoints are planned "
+                             "to fit, and a budget too small stops with the smallest that works "
+                             "[80%% of the free GPU memory]")
     parser.set_defaults(run=run)
 
 
@@ -109,6 +115,7 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str,
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign pairwise``; returns the exit status."""
+    started = time.perf_counter()
     from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.io.pairs import read_pairs_file
     from gpualign_plugin.pairwise.api import align_records
@@ -136,25 +143,32 @@ def run(args: argparse.Namespace) -> int:
         lengths = {s.id: len(s) for s in queries + targets}
         total = sum(lengths[q] * lengths[t] for q, t in pairs) * n_strands
     unmapped = []
+    phases = {"read_s": time.perf_counter() - started}
+    gpu_profile = {} if engine == "gpu" else None
     with Progress(total, "pairwise") as progress:
         if args.mode == "local":
             alignments, unmapped, cells = _place(queries, targets, pairs, scheme, engine, evalue, strands,
-                                                 threads, args, min_score, progress.advance)
+                                                 threads, args, min_score, progress.advance, gpu_profile)
         else:
             alignments = align_records(queries, targets, scheme, args.mode, strands, min_score, engine,
-                                       args.device, pairs, threads, on_pair_done=progress.advance)
+                                       args.device, pairs, threads, on_pair_done=progress.advance,
+                                       gpu_memory=args.gpu_memory, gpu_profile=gpu_profile)
             if not args.secondary:
                 alignments = [a for a in alignments if a.is_primary]
             cells = total
+    phases["align_s"] = time.perf_counter() - started - phases["read_s"]
     stats.cells = cells
     stats.finish()
     log.info("%d alignments of %d queries (%s, %.2f GCUPS)", len(alignments), len(queries), engine, stats.gcups)
     write_outputs(outputs, alignments, queries, targets, scheme, command_line(args), unmapped)
+    phases["write_s"] = time.perf_counter() - started - phases["align_s"] - phases["read_s"]
+    stats.extra = {"phases": phases, **({"gpu_phases": gpu_profile} if gpu_profile is not None else {})}
     stats.write(args.stats)
     return 0
 
 
-def _place(queries, targets, pairs, scheme, engine, evalue, strands, threads, args, min_score, advance):
+def _place(queries, targets, pairs, scheme, engine, evalue, strands, threads, args, min_score, advance,
+           gpu_profile=None):
     """Local placement of every query (on its listed targets with ``--pairs``).
 
     Returns the alignments, the queries left unmapped and the DP cells computed.
@@ -168,7 +182,8 @@ def _place(queries, targets, pairs, scheme, engine, evalue, strands, threads, ar
         advance(n)
 
     options = dict(backend=engine, evalue=evalue, strands=strands, threads=threads, device=args.device,
-                   zdrop_bits=args.zdrop, min_score=min_score, on_cells=count)
+                   zdrop_bits=args.zdrop, min_score=min_score, on_cells=count, gpu_memory=args.gpu_memory,
+                   gpu_profile=gpu_profile)
     if pairs is None:
         alignments = place_local(queries, targets, scheme, **options)
         asked = queries

@@ -26,7 +26,8 @@ __all__ = ["MODES", "align_pair", "align_pair_on", "align_records", "align_seque
 def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,
                   mode: str = "local", strands: str = "both", min_score: int | None = None,
                   backend: str = "cpu", device: int = 0, pairs: list[tuple[str, str]] | None = None,
-                  threads: int = 1, on_pair_done: Callable[[int], None] | None = None) -> list[Alignment]:
+                  threads: int = 1, on_pair_done: Callable[[int], None] | None = None,
+                  gpu_memory: int | None = None, gpu_profile: dict | None = None) -> list[Alignment]:
     """Align queries to targets and place the results.
 
     Parameters
@@ -47,6 +48,12 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         Pairs aligned concurrently on the CPU backend.
     on_pair_done : callable, optional
         Called with the number of DP cells of each finished (pair, strand).
+    gpu_memory : int, optional
+        GPU memory budget in bytes of each alignment (GPU backend; default a
+        fraction of the free memory, see :func:`gpualign_plugin.pairwise.gpu.align_pair`).
+    gpu_profile : dict, optional
+        GPU backend: filled with the engine's phase seconds (``score_pass_s``,
+        ``traceback_s``, ...) summed over the pairs, and ``pairs``.
 
     Returns
     -------
@@ -66,8 +73,13 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
 
     def run(job):
         query, target, strand = job
+        profile = {} if gpu_profile is not None and backend == "gpu" else None
         result = align_sequences(query, target, scheme, mode, strand=strand, backend=backend,
-                                 device=device)
+                                 device=device, gpu_memory=gpu_memory, gpu_profile=profile)
+        if profile:
+            from gpualign_plugin.pairwise import gpu
+
+            gpu.add_profile(gpu_profile, profile)
         if on_pair_done is not None:
             on_pair_done(len(query) * len(target))
         return result
@@ -84,7 +96,8 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
 
 
 def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mode: str,
-                    strand: str = "+", backend: str = "cpu", device: int = 0) -> Alignment | None:
+                    strand: str = "+", backend: str = "cpu", device: int = 0, gpu_memory: int | None = None,
+                    gpu_profile: dict | None = None) -> Alignment | None:
     """Align two records on one strand and return a :class:`~gpualign_plugin.model.Alignment`.
 
     Parameters
@@ -105,6 +118,11 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
         :func:`gpualign_plugin.runtime.backend.resolve_backend`).
     device : int
         CUDA device ordinal for the GPU backend.
+    gpu_memory : int, optional
+        GPU memory budget in bytes (GPU backend).
+    gpu_profile : dict, optional
+        GPU backend: filled with the plan and phase seconds (see
+        :func:`gpualign_plugin.pairwise.gpu.align_pair`).
 
     Returns
     -------
@@ -120,7 +138,8 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
     if backend == "gpu":
         from gpualign_plugin.pairwise import gpu as gpu_pairwise
 
-        result = gpu_pairwise.align_pair(codes, target.codes, scheme, mode, device=device)
+        result = gpu_pairwise.align_pair(codes, target.codes, scheme, mode, device=device,
+                                         memory_budget=gpu_memory, profile=gpu_profile)
     elif backend == "cpu":
         result = cpu.align_pair(codes, target.codes, scheme, mode)
     else:

@@ -19,21 +19,25 @@ bytes until the path leaves the chunk through its top or left edge, carrying the
 state (H, E or F) into the next chunk. The values are exact, so every choice is
 the one the full matrix would make and the CIGAR is the CPU engine's.
 
-Memory bound. For an ``m x n`` problem with checkpoint interval ``c`` (rows and
-columns) the alignment holds ``8 * (m * n / c) * 2`` bytes of checkpoints (``H``
-and ``F`` or ``E``, 4 bytes each, ``(m / c)`` rows of ``n`` and ``(n / c)`` columns
-of ``m``) plus the direction bytes of the chunks re-solved at once (a window of up
-to :data:`CHUNK_WINDOW` x :data:`CHUNK_WINDOW` chunks, ``c * (c + 31)`` bytes each), plus
-``16 n`` bytes of strip hand-over rows. At 1 Mbp x 1 Mbp and ``c = 4096`` that is 3.9 GB
-of checkpoints and 1.1 GB of direction bytes. :func:`align_pair` starts from
-``c = 4096`` and doubles it until the checkpoints and one chunk fit ``memory_budget``
-(default: half the free GPU memory), shrinks the window (8, 4, 2, 1) until it fits
-too, and raises :class:`~gpualign_plugin.runtime.kernels.GpuMemoryError` when nothing fits.
+Memory bound. :func:`plan_memory` picks the checkpoint levels (:class:`MemoryPlan`):
+one level checkpoints the whole matrix every ``c`` rows and columns
+(``16 m n / c`` bytes), too much for chromosomes; then the chunks the path
+crosses are swept again with finer checkpoints (a level per refinement), and only
+the finest chunks are re-solved with direction bytes. Every level's checkpoints
+live in one buffer reused by each region of that level, so the peak is a sum
+over the levels (docs/GPU.md gives the formula); the plan is the fastest (by a
+time model) that fits ``memory_budget``, CuPy's pool is limited to the budget
+while the alignment runs, and a budget too small for any plan raises
+:class:`~gpualign_plugin.runtime.kernels.GpuMemoryError` naming the smallest one
+that fits. Host memory: the two sequences, ``m + n`` bytes of path, one chunk of
+direction bytes (pinned), ``O(m + n)`` boundary values.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -47,9 +51,6 @@ from gpualign_plugin.runtime.gpu import probe
 from gpualign_plugin.scoring import NEG_INF, ScoringScheme
 
 MODES = cpu.MODES
-DEFAULT_CHECKPOINT_EVERY = 4096
-CHUNK_WINDOW = 8
-"""Chunks re-solved at once in the traceback: a square of this side, up and left of the path."""
 WARPS_PER_BLOCK = 4
 RING_BYTES = 64 + 64 * 8
 """Shared memory per warp besides its query profile: the target-letter ring and the output ring."""
@@ -266,18 +267,260 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
         return sweep.end_cell(best, last)
 
 
-def _checkpoint_bytes(m: int, n: int, every: int, window: int) -> int:
-    """GPU bytes of an alignment: checkpoints every ``every`` rows and columns, plus the direction
-    bytes of ``window x window`` re-solved chunks and the hand-over rows and sequences."""
-    rows = (m - 1) // every
-    columns = (n - 1) // every
-    chunk = -(-every // 64) * 64 * (every + 31) + 64 * every
-    return (8 * rows * (n + 1) + 8 * columns * (m + 1) + window * window * chunk
-            + 24 * n + 16 * m + 2 * (m + n) + 4096)
+ALLOC_UNIT = 512
+"""CuPy's memory pool rounds every allocation up to a multiple of this many bytes."""
+DEFAULT_MEMORY_FRACTION = 0.8
+"""Default ``--gpu-memory``: this fraction of the device memory free at the start of an alignment."""
+MEMORY_SLACK = 8 * 2**20
+"""Bytes a plan leaves unused below the budget: CuPy's own small allocations."""
+LEAF_INTERVALS = (4096, 2048, 1024, 512, 256, 128, 64)
+"""Sides of the chunks re-solved with direction bytes, largest (fastest) first."""
+MAX_LEVELS = 5
+"""Most checkpoint levels a plan may have."""
+CELL_RATE = 1.2e12
+STEP_SECONDS = 6e-7
+LEAF_STEP_SECONDS = 3.5e-7
+LEAF_CELL_RATE = 1.3e11
+COPY_RATE = 5e10
+WRITE_RATE = 2e12
+LAUNCH_SECONDS = 5e-5
+TRACE_SECONDS = 3e-5
+"""The time model that ranks plans (rough figures of an H200, docs/GPU.md): cells per second of
+a large sweep; seconds per wavefront step of a latency-bound one (R = 16 and 8; R = 2 in the
+chunk re-solves); cells per second of a window
+of re-solved chunks; bytes per second of direction-byte copies to the host and of checkpoint
+writes; host seconds per launch (with its allocations) and per traced chunk."""
+NEAR_FASTEST = 1.02
+"""Among plans within this factor of the fastest estimate, the one with the least memory is taken."""
+
+
+def _alloc(nbytes: int) -> int:
+    """Bytes the pool takes for an array of ``nbytes`` bytes."""
+    return -(-int(nbytes) // ALLOC_UNIT) * ALLOC_UNIT
+
+
+def _pad(height: int, strip: int) -> int:
+    """``height`` rounded up to whole strips of ``strip`` rows."""
+    return -(-height // strip) * strip
+
+
+def _run_bytes(height: int, width: int, strip: int, best: bool = False, last: bool = False,
+               top_copies: bool = False) -> int:
+    """GPU bytes :meth:`_Sweep.run` allocates for a ``height x width`` rectangle in strips of ``strip``.
+
+    Padded query, left ``H`` and ``E`` (``9`` bytes a padded row), two hand-over rows
+    (``16`` bytes a column), ready flags, the ticket; the per-strip best cells (local
+    phase 1), the last row (global and semiglobal phase 1), and contiguous copies of
+    the top row's ``H`` and ``F`` when they come as strided views (chunk re-solves).
+    """
+    padded = _pad(height, strip)
+    total = (_alloc(padded) + 2 * _alloc(4 * padded) + _alloc(16 * width) + _alloc(8 * -(-width // 32))
+             + _alloc(4))
+    if best:
+        total += _alloc(12 * (padded // strip))
+    if last:
+        total += _alloc(4 * (width + 1))
+    if top_copies:
+        total += 2 * _alloc(4 * (width + 1))
+    return total
+
+
+def _checkpoint_shapes(height: int, width: int, every: int, strip: int) -> tuple[tuple, tuple]:
+    """Shapes (int32) of the row and column checkpoints of a ``height x width`` rectangle.
+
+    Rows: ``(H, F)`` of rows ``every, 2 every, ...`` below the top, columns ``0..width``.
+    Columns: ``(H, E)`` of columns ``every, 2 every, ...``, rows ``0..`` the padded height
+    (the sweep writes whole strips).
+    """
+    return (((height - 1) // every, width + 1, 2),
+            ((width - 1) // every, _pad(height, strip) + 1, 2))
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """How an alignment fits its GPU memory budget: checkpoint levels and the re-solve window.
+
+    Attributes
+    ----------
+    intervals : tuple of int
+        Checkpoint interval of each level, top first. Level 0 is the whole
+        ``m x n`` matrix, checkpointed every ``intervals[0]`` rows and columns
+        by the score pass; a level-``l`` region (``l >= 1``) is one chunk of
+        level ``l - 1`` that the path crosses, swept again with checkpoints
+        every ``intervals[l]``; the chunks of the last level (side
+        ``intervals[-1]``) are re-solved with direction bytes.
+    window : int
+        Chunks re-solved at once, ``window x window`` (fewer where the region is smaller).
+    bytes : int
+        Peak GPU memory of the alignment (the formula of docs/GPU.md).
+    seconds : float
+        The time model's estimate (only used to rank plans).
+    rows_per_lane : tuple of int
+        Rows per lane of each level's sweep (the strip height is ``32`` times it).
+    """
+
+    intervals: tuple
+    window: int
+    bytes: int
+    seconds: float
+    rows_per_lane: tuple
+
+
+def _level_sides(m: int, n: int, intervals: tuple) -> list[tuple[int, int]]:
+    """Largest region (height, width) of each level: the matrix, then one chunk of the level above."""
+    return [(m, n)] + [(min(e, m), min(e, n)) for e in intervals[:-1]]
+
+
+@functools.lru_cache(maxsize=4096)
+def _level_cost(h: int, w: int, every: int, multiprocessors: int, top: bool, local: bool):
+    """``(persistent bytes, sweep bytes, sweep seconds, rows per lane)`` of one level's largest region."""
+    rows = _rows_per_lane(h, multiprocessors, multiple_of=every)
+    strip = 32 * rows
+    row_shape, col_shape = _checkpoint_shapes(h, w, every, strip)
+    persistent = _alloc(4 * row_shape[0] * row_shape[1] * 2) + _alloc(4 * col_shape[0] * col_shape[1] * 2)
+    if top:
+        return persistent, _run_bytes(h, w, strip, best=local, last=not local), _sweep_seconds(h, w, strip), rows
+    # A deeper region also holds its own top row and left column (contiguous copies).
+    persistent += 2 * _alloc(4 * (w + 1)) + 2 * _alloc(4 * h)
+    return persistent, _run_bytes(h, w, strip), _sweep_seconds(h, w, strip) + LAUNCH_SECONDS, rows
+
+
+@functools.lru_cache(maxsize=4096)
+def _leaf_cost(m: int, n: int, h: int, w: int, leaf: int, window: int):
+    """``(persistent bytes, transient bytes, seconds)`` of the chunk re-solves in regions of ``h x w``."""
+    ch, cw = min(leaf, h), min(leaf, w)
+    wa, wb = min(window, -(-h // leaf)), min(window, -(-w // leaf))
+    chunk = _pad(ch, 32 * CHUNK_ROWS_PER_LANE) * (cw + 31)
+    transient = wa * wb * _run_bytes(ch, cw, 32 * CHUNK_ROWS_PER_LANE, top_copies=True)
+    crossed = -(-m // leaf) + -(-n // leaf)
+    windows = -(-max(m, n) // (leaf * min(wa, wb)))
+    seconds = (windows * (wa * wb * LAUNCH_SECONDS + max(wa * wb * ch * cw / LEAF_CELL_RATE,
+                                                         (cw + 31 + ch) * LEAF_STEP_SECONDS))
+               + crossed * (chunk / COPY_RATE + TRACE_SECONDS))
+    return _alloc(wa * wb * chunk), transient, seconds
+
+
+def _evaluate(m: int, n: int, intervals: tuple, windows: tuple, multiprocessors: int, local: bool,
+              alpha: int, usable: int | None = None) -> list[MemoryPlan]:
+    """The :class:`MemoryPlan` of ``intervals`` with each window of ``windows``: peak bytes, estimated time.
+
+    With ``usable``, returns nothing as soon as the checkpoints alone exceed it (the planner's pruning).
+    """
+    sides = _level_sides(m, n, intervals)
+    # Always allocated: sequences, substitution matrix, the matrix's row 0 and column 0.
+    persistent = _alloc(m) + _alloc(n) + _alloc(4 * alpha * alpha) + 2 * _alloc(4 * (n + 1)) + 2 * _alloc(4 * m)
+    transient = 0
+    seconds = 0.0
+    rows = []
+    for level, ((h, w), every) in enumerate(zip(sides, intervals)):
+        kept, swept, sweep_seconds, r = _level_cost(h, w, every, multiprocessors, level == 0, local)
+        persistent += kept
+        transient = max(transient, swept)
+        rows.append(r)
+        if level == 0:
+            seconds += sweep_seconds
+        else:
+            seconds += (-(-m // intervals[level - 1]) + -(-n // intervals[level - 1])) * sweep_seconds
+        if usable is not None and persistent > usable:
+            return []
+    plans = []
+    for window in windows:
+        pool, leaf_transient, leaf_seconds = _leaf_cost(m, n, *sides[-1], intervals[-1], window)
+        total = persistent + pool
+        plans.append(MemoryPlan(tuple(intervals), window, int(total + transient + leaf_transient),
+                                seconds + leaf_seconds + total / WRITE_RATE, tuple(rows)))
+    return plans
+
+
+def _sweep_seconds(height: int, width: int, strip: int) -> float:
+    """Time model of one sweep: the cell rate, or the wavefront's steps where that is longer."""
+    return max(height * width / CELL_RATE, (width + 64 * -(-height // strip)) * STEP_SECONDS)
+
+
+def _chains(m: int, n: int, levels: int):
+    """Interval chains of ``levels`` levels: decreasing powers of two times 64, the last a leaf side."""
+    import itertools
+
+    longest = max(m, n)
+    uppers = []
+    e = 128
+    while e < longest:
+        uppers.append(e)
+        e *= 2
+    for leaf in LEAF_INTERVALS:
+        if levels == 1:
+            yield (leaf,)
+            continue
+        above = [e for e in uppers if e > leaf]
+        for chain in itertools.combinations(reversed(above), levels - 1):
+            yield chain + (leaf,)
+
+
+def plan_memory(m: int, n: int, budget: int, multiprocessors: int, local: bool = True, alpha: int = 4,
+                intervals: tuple | None = None) -> MemoryPlan:
+    """The fastest checkpoint plan (by the time model) whose peak GPU memory fits ``budget`` bytes.
+
+    Parameters
+    ----------
+    m, n : int
+        Query and target lengths (rows and columns).
+    budget : int
+        Bytes of GPU memory the alignment may take (CuPy pool allocations).
+    multiprocessors : int
+        The device's multiprocessor count (it sets the sweeps' rows per lane and so their padding).
+    local : bool
+        Local mode (phase 1 keeps per-strip best cells instead of the last row).
+    alpha : int
+        Alphabet size (the substitution matrix is ``alpha x alpha`` int32).
+    intervals : tuple of int, optional
+        Force the checkpoint levels (each a multiple of 64, decreasing); the
+        window is still chosen to fit.
+
+    Returns
+    -------
+    MemoryPlan
+        Among plans of up to :data:`MAX_LEVELS` levels (intervals powers of two
+        times 64, chunk sides of :data:`LEAF_INTERVALS`, windows 8, 4, 2, 1) that
+        fit ``budget`` less :data:`MEMORY_SLACK`, the smallest whose estimated
+        time is within :data:`NEAR_FASTEST` of the fastest; one more level is
+        tried past the fewest that fit.
+
+    Raises
+    ------
+    GpuMemoryError
+        No plan fits; the message names the smallest budget that would.
+    """
+    usable = budget - MEMORY_SLACK
+    fitting = []
+    smallest = None
+    fitted_at = None
+    for levels in range(1, MAX_LEVELS + 1):
+        if fitted_at is not None and levels > fitted_at + 1:
+            break
+        chains = [tuple(intervals)] if intervals is not None else _chains(m, n, levels)
+        for chain in chains:
+            for plan in _evaluate(m, n, chain, (8, 4, 2, 1), multiprocessors, local, alpha,
+                                  None if smallest is None else max(usable, smallest.bytes)):
+                if smallest is None or plan.bytes < smallest.bytes:
+                    smallest = plan
+                if plan.bytes <= usable:
+                    fitting.append(plan)
+                    fitted_at = levels if fitted_at is None else fitted_at
+        if intervals is not None:
+            break
+    if not fitting:
+        need = smallest.bytes + MEMORY_SLACK
+        raise kernels.GpuMemoryError(
+            f"aligning {m} x {n} needs at least {need / 2**20:.0f} MiB of GPU memory "
+            f"(--gpu-memory {-(-need // 2**20)}M: checkpoints every {', '.join(map(str, smallest.intervals))}) "
+            f"but the budget is {budget / 2**20:.0f} MiB")
+    fastest = min(plan.seconds for plan in fitting)
+    return min((plan for plan in fitting if plan.seconds <= NEAR_FASTEST * fastest), key=lambda p: p.bytes)
 
 
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
-               memory_budget: int | None = None, *, checkpoint_every: int | None = None) -> PairAlignment:
+               memory_budget: int | None = None, *, checkpoint_every: int | None = None,
+               intervals: tuple | None = None, profile: dict | None = None) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR, computed on the GPU in bounded memory.
 
     Parameters
@@ -291,12 +534,22 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     device : int
         CUDA device ordinal (counted inside CUDA_VISIBLE_DEVICES).
     memory_budget : int, optional
-        Bytes of GPU memory the checkpoints and the re-solved chunks may take
-        (default: half of the free device memory). The interval grows, and the
-        window of chunks re-solved at once shrinks, until they fit.
+        Bytes of GPU memory the alignment may take (default:
+        :data:`DEFAULT_MEMORY_FRACTION` of the free device memory). The plan
+        (:func:`plan_memory`) fits it, and CuPy's pool is limited to it while
+        the alignment runs.
     checkpoint_every : int, optional
-        Force the checkpoint interval (rows and columns; a multiple of 64). Tests
-        use small values so that the chunked traceback crosses many chunks.
+        Force one level of checkpoints at this interval (a multiple of 64);
+        same as ``intervals=(checkpoint_every,)``.
+    intervals : tuple of int, optional
+        Force the checkpoint levels (see :class:`MemoryPlan`). Tests use small
+        values so that paths cross many chunks of every level.
+    profile : dict, optional
+        Filled with the plan and the seconds of each phase: ``score_pass_s``
+        (the sweep with level-0 checkpoints), ``region_sweeps`` and
+        ``region_s`` (the deeper levels' sweeps), ``solve_s``, ``copy_s``,
+        ``trace_s`` (chunk re-solves, copies of their direction bytes, the host
+        walk), ``traceback_s`` (all after the score pass).
 
     Returns
     -------
@@ -308,60 +561,263 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     InputError
         Scores that could overflow 32 bits, or substitution scores outside int8.
     GpuMemoryError
-        No checkpoint interval fits the budget.
+        No plan fits the budget (the message names the smallest that would).
     """
-    return _align(query_codes, target_codes, scheme, mode, device, memory_budget, checkpoint_every)
-
-
-def _align(query_codes, target_codes, scheme, mode, device, memory_budget, checkpoint_every,
-           profile: dict | None = None):
-    """:func:`align_pair`; with ``profile`` (a dict) also the time of each phase and the chunk count."""
     import cupy
 
     query, target = _prepare(query_codes, target_codes, scheme, mode)
     m, n = len(query), len(target)
     if m == 0 or n == 0:
         return cpu.align_pair(query, target, scheme, mode)
+    if checkpoint_every is not None:
+        intervals = (checkpoint_every,)
+    if intervals is not None and any(e % 64 or e <= 0 for e in intervals):
+        raise InputError(f"checkpoint intervals {intervals} must be positive multiples of 64")
     with cupy.cuda.Device(device):
         started = time.perf_counter()
-        budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2
-        every = checkpoint_every or DEFAULT_CHECKPOINT_EVERY
-        if checkpoint_every is None:
-            while _checkpoint_bytes(m, n, every, 1) > budget and every < max(m, n):
-                every *= 2
-        window = next(w for w in (CHUNK_WINDOW, 4, 2, 1)
-                      if w == 1 or _checkpoint_bytes(m, n, every, w) <= budget)
-        needed = _checkpoint_bytes(m, n, every, window)
-        if needed > budget:
-            raise kernels.GpuMemoryError(f"aligning {m} x {n} needs {needed / 2**20:.0f} MiB of GPU "
-                                         f"memory (checkpoints every {every}) but the budget is "
-                                         f"{budget / 2**20:.0f} MiB")
-        kernels.check_memory(needed, f"aligning {m} x {n}")
-        sweep = _Sweep(query, target, scheme, mode, device)
-        rows = _rows_per_lane(m, sweep.multiprocessors, multiple_of=every)
-        row_ckpt = cupy.empty(((m - 1) // every, n + 1, 2), dtype=cupy.int32)
-        # Rows padded to whole strips: the sweep saves every row of a strip unconditionally.
-        col_ckpt = cupy.empty(((n - 1) // every, -(-m // (32 * rows)) * 32 * rows + 1, 2), dtype=cupy.int32)
-        if row_ckpt.shape[0]:
-            row_ckpt[:, 0, 0] = cupy.asarray(sweep.column0(every * np.arange(1, row_ckpt.shape[0] + 1)))
+        budget = memory_budget if memory_budget is not None else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION)
+        plan = plan_memory(m, n, budget, probe(device).multiprocessors, mode == "local", scheme.alphabet.size,
+                           intervals)
+        kernels.check_memory(plan.bytes, f"aligning {m} x {n}")
+        pool = cupy.get_default_memory_pool()
+        old_limit = pool.get_limit()
+        pool.set_limit(size=pool.used_bytes() + budget)
+        try:
+            return _align_planned(query, target, scheme, mode, device, plan, started, profile)
+        except cupy.cuda.memory.OutOfMemoryError as exc:
+            raise kernels.GpuMemoryError(
+                f"aligning {m} x {n} went past the GPU memory budget of {budget / 2**20:.0f} MiB "
+                f"(planned {plan.bytes / 2**20:.0f} MiB): {exc}") from exc
+        finally:
+            pool.set_limit(size=old_limit)
+
+
+PROFILE_SUMS = ("region_sweeps", "windows", "chunks_solved", "chunks_traced")
+"""Counts of :func:`align_pair`'s profile that :func:`add_profile` sums (besides every ``*_s``)."""
+
+
+def add_profile(total: dict, profile: dict) -> None:
+    """Add one alignment's ``profile`` (from :func:`align_pair`) into ``total``, a run's sums.
+
+    Seconds (``*_s``) and the counts of :data:`PROFILE_SUMS` are summed, ``pairs``
+    counts the alignments, ``peak_planned_bytes`` keeps the largest plan.
+    """
+    for key, value in profile.items():
+        if key.endswith("_s") or key in PROFILE_SUMS:
+            total[key] = total.get(key, 0) + value
+    total["pairs"] = total.get("pairs", 0) + 1
+    total["peak_planned_bytes"] = max(total.get("peak_planned_bytes", 0), profile.get("planned_bytes", 0))
+
+
+@dataclass
+class _Region:
+    """A rectangle of the matrix (rows ``r0+1..r0+height``, columns ``c0+1..c0+width``) and its edges.
+
+    ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
+    ``c0..c0+width``); ``left_h``/``left_e``: device int32, ``height`` values of column
+    ``c0``. After its sweep, ``row_ckpt``/``col_ckpt`` hold its checkpoints every ``every``.
+    """
+
+    r0: int
+    c0: int
+    height: int
+    width: int
+    top_h: object
+    top_f: object
+    left_h: object
+    left_e: object
+    every: int = 0
+    row_ckpt: object = None
+    col_ckpt: object = None
+
+    def edges(self, pr: int, pc: int, height: int, width: int, contiguous: bool = True):
+        """``(top_h, top_f, left_h, left_e)`` of the sub-rectangle at ``(pr, pc)`` (checkpoint-aligned)."""
+        rr, cc = pr - self.r0, pc - self.c0
+        if rr == 0:
+            top_h, top_f = self.top_h[cc:cc + width + 1], self.top_f[cc:cc + width + 1]
+        else:
+            top_h = self.row_ckpt[rr // self.every - 1, cc:cc + width + 1, 0]
+            top_f = self.row_ckpt[rr // self.every - 1, cc:cc + width + 1, 1]
+        if cc == 0:
+            left_h, left_e = self.left_h[rr:rr + height], self.left_e[rr:rr + height]
+        else:
+            left_h = self.col_ckpt[cc // self.every - 1, rr + 1:rr + height + 1, 0]
+            left_e = self.col_ckpt[cc // self.every - 1, rr + 1:rr + height + 1, 1]
+        if contiguous:
+            import cupy
+
+            return tuple(cupy.ascontiguousarray(x) for x in (top_h, top_f, left_h, left_e))
+        return top_h, top_f, left_h, left_e
+
+
+class _Traceback:
+    """Phases 2 and 3 under a :class:`MemoryPlan`: one workspace per level, reused by every region."""
+
+    def __init__(self, sweep: _Sweep, plan: MemoryPlan, timing: dict):
+        cp = sweep.cupy
+        self.sweep, self.plan, self.timing = sweep, plan, timing
+        self.sides = _level_sides(sweep.m, sweep.n, plan.intervals)
+        self.buffers = []
+        for (h, w), e, r in zip(self.sides, plan.intervals, plan.rows_per_lane):
+            row_shape, col_shape = _checkpoint_shapes(h, w, e, 32 * r)
+            self.buffers.append((cp.empty(int(np.prod(row_shape)), dtype=cp.int32),
+                                 cp.empty(int(np.prod(col_shape)), dtype=cp.int32)))
+        h, w = self.sides[-1]
+        leaf = plan.intervals[-1]
+        self.wa = min(plan.window, -(-h // leaf))
+        self.wb = min(plan.window, -(-w // leaf))
+        strip = 32 * CHUNK_ROWS_PER_LANE
+        self.chunk_bytes = _pad(min(leaf, h), strip) * (min(leaf, w) + 31)
+        self.dir_pool = cp.empty(self.wa * self.wb * self.chunk_bytes, dtype=cp.uint8)
+        self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(self.wa * self.wb)]
+        self.pinned = kernels.pinned_bytes(self.chunk_bytes)
+        self.ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
+        self.pos = 0
+        self.mode_code = cpu._MODE_CODES[sweep.mode]
+
+    def checkpoints(self, level: int, region: _Region):
+        """Views of level ``level``'s workspace shaped for ``region``, column 0 / row 0 filled in."""
+        every = self.plan.intervals[level]
+        rows = _rows_per_lane(region.height, self.sweep.multiprocessors, multiple_of=every)
+        row_shape, col_shape = _checkpoint_shapes(region.height, region.width, every, 32 * rows)
+        row_buf, col_buf = self.buffers[level]
+        row_ckpt = row_buf[:int(np.prod(row_shape))].reshape(row_shape)
+        col_ckpt = col_buf[:int(np.prod(col_shape))].reshape(col_shape)
+        if row_shape[0]:
+            row_ckpt[:, 0, 0] = region.left_h[every - 1:row_shape[0] * every:every]
             row_ckpt[:, 0, 1] = NEG_INF
-        if col_ckpt.shape[0]:
-            col_ckpt[:, 0, 0] = cupy.asarray(sweep.row0(every * np.arange(1, col_ckpt.shape[0] + 1)))
+        if col_shape[0]:
+            col_ckpt[:, 0, 0] = region.top_h[every:col_shape[0] * every + 1:every]
             col_ckpt[:, 0, 1] = NEG_INF
-        best, last, _ = sweep.run(0, 0, m, n, *sweep.full_boundaries(), rows,
-                                  track_best=sweep.local, last_row=0 if sweep.local else m,
-                                  row_ckpt=row_ckpt, col_ckpt=col_ckpt, every=every)
-        end = sweep.end_cell(best, last)
-        if profile is not None:
-            profile.update(phase1_s=time.perf_counter() - started, every=every, window=window,
-                           rows_per_lane=rows,
-                           checkpoint_bytes=int(row_ckpt.nbytes + col_ckpt.nbytes))
-        if sweep.local and end.score <= 0:
-            return NO_PAIR_ALIGNMENT
-        start_i, start_j, ops = _chunked_traceback(sweep, end.query_end, end.target_end, every,
-                                                   window, row_ckpt, col_ckpt, profile)
-        return PairAlignment(end.score, start_i, end.query_end, start_j, end.target_end,
-                             cigar_from_ops(ops))
+        region.every, region.row_ckpt, region.col_ckpt = every, row_ckpt, col_ckpt
+        return rows
+
+    def walk(self, level: int, region: _Region, cursor: list) -> bool:
+        """Trace from ``cursor`` (``[i, j, state]``, inside ``region``) until the path leaves the
+        region through its top or left edge (False) or ends (True). The region's checkpoints
+        are made here, except at level 0 (the score pass made them)."""
+        sweep = self.sweep
+        if level > 0:
+            started = time.perf_counter()
+            rows = self.checkpoints(level, region)
+            sweep.run(region.r0, region.c0, region.height, region.width, region.top_h, region.top_f,
+                      region.left_h, region.left_e, rows, row_ckpt=region.row_ckpt,
+                      col_ckpt=region.col_ckpt, every=region.every)
+            self.timing["region_sweeps"] += 1
+            self.timing["region_s"] += time.perf_counter() - started
+        if level == len(self.plan.intervals) - 1:
+            return self.leaf_walk(region, cursor)
+        every = region.every
+        while True:
+            i, j = cursor[0], cursor[1]
+            if i <= region.r0 or j <= region.c0:
+                return False
+            pr = region.r0 + (i - 1 - region.r0) // every * every
+            pc = region.c0 + (j - 1 - region.c0) // every * every
+            sub = _Region(pr, pc, i - pr, j - pc, *region.edges(pr, pc, i - pr, j - pc))
+            if self.walk(level + 1, sub, cursor):
+                return True
+            del sub  # its edges are freed before the next region's are copied
+
+    def leaf_walk(self, region: _Region, cursor: list) -> bool:
+        """:meth:`walk` through the region's chunks, re-solved with direction bytes a window at a time."""
+        sweep, timing = self.sweep, self.timing
+        every = region.every
+        strip = 32 * CHUNK_ROWS_PER_LANE
+        solved: dict = {}
+        while True:
+            i, j, state = cursor
+            if i == 0 or j == 0:
+                r0 = c0 = steps = 0
+                dirs = self.pinned[:0]
+            else:
+                if i <= region.r0 or j <= region.c0:
+                    return False
+                r0 = region.r0 + (i - 1 - region.r0) // every * every
+                c0 = region.c0 + (j - 1 - region.c0) // every * every
+                chunk = solved.get((r0, c0))
+                if chunk is None or not chunk.covers(i, j):
+                    started = time.perf_counter()
+                    solved = self.solve_window(region, i, j)
+                    chunk = solved[(r0, c0)]
+                    timing["windows"] += 1
+                    timing["chunks_solved"] += len(solved)
+                    timing["solve_s"] += time.perf_counter() - started
+                started = time.perf_counter()
+                dirs = self.pinned[:chunk.dirs.size]
+                chunk.dirs.get(out=dirs)
+                steps = chunk.width + 31
+                timing["chunks_traced"] += 1
+                timing["copy_s"] += time.perf_counter() - started
+            started = time.perf_counter()
+            i, j, state, self.pos, done = _trace_chunk(dirs, strip, CHUNK_ROWS_PER_LANE, steps, r0, c0,
+                                                       sweep.query, sweep.target, self.mode_code, i, j,
+                                                       state, self.ops, self.pos)
+            timing["trace_s"] += time.perf_counter() - started
+            cursor[:] = [int(i), int(j), int(state)]
+            if done:
+                return True
+
+    def solve_window(self, region: _Region, i: int, j: int) -> dict:
+        """Re-solve the chunk holding ``(i, j)`` (up to ``(i, j)``) and the chunks up and left of it.
+
+        The chunks of a ``wa x wb`` window whose bottom-right one holds ``(i, j)`` are
+        independent given the checkpoints, so they run concurrently, one stream each:
+        the path usually crosses several of them, and one chunk alone leaves most of the
+        GPU idle. Chunk ``(a, b)`` writes its direction bytes into slot ``a * wb + b`` of
+        the direction-byte pool. Returns ``{(r0, c0): _Chunk}``.
+        """
+        sweep, every = self.sweep, region.every
+        r0 = region.r0 + (i - 1 - region.r0) // every * every
+        c0 = region.c0 + (j - 1 - region.c0) // every * every
+        solved = {}
+        for a in range(self.wa):
+            for b in range(self.wb):
+                pr, pc = r0 - a * every, c0 - b * every
+                if pr < region.r0 or pc < region.c0:
+                    continue
+                height = i - pr if a == 0 else every
+                width = j - pc if b == 0 else every
+                slot = (a * self.wb + b) * self.chunk_bytes
+                with self.streams[a * self.wb + b]:
+                    edges = region.edges(pr, pc, height, width, contiguous=False)
+                    _, _, dirs = sweep.run(pr, pc, height, width, *edges, CHUNK_ROWS_PER_LANE, dirs=True,
+                                           sync=False, dirs_out=self.dir_pool[slot:slot + self.chunk_bytes])
+                solved[(pr, pc)] = _Chunk(pr, pc, height, width, dirs)
+        kernels.synchronize(f"re-solving the chunks up and left of cell ({i}, {j})")
+        return solved
+
+
+def _align_planned(query, target, scheme, mode, device, plan: MemoryPlan, started: float, profile):
+    """:func:`align_pair` on the current device under ``plan``; fills ``profile`` when given."""
+    m, n = len(query), len(target)
+    sweep = _Sweep(query, target, scheme, mode, device)
+    timing = {"region_sweeps": 0, "region_s": 0.0, "windows": 0, "chunks_solved": 0, "chunks_traced": 0,
+              "solve_s": 0.0, "copy_s": 0.0, "trace_s": 0.0}
+    traceback = _Traceback(sweep, plan, timing)
+    top = _Region(0, 0, m, n, *sweep.full_boundaries())
+    rows = traceback.checkpoints(0, top)
+    best, last, _ = sweep.run(0, 0, m, n, top.top_h, top.top_f, top.left_h, top.left_e, rows,
+                              track_best=sweep.local, last_row=0 if sweep.local else m,
+                              row_ckpt=top.row_ckpt, col_ckpt=top.col_ckpt, every=top.every)
+    end = sweep.end_cell(best, last)
+    score_pass = time.perf_counter() - started
+    result = NO_PAIR_ALIGNMENT
+    if not (sweep.local and end.score <= 0):
+        cursor = [end.query_end, end.target_end, STATE_H]
+        if cursor[0] == 0 or cursor[1] == 0:
+            traceback.leaf_walk(top, cursor)
+        else:
+            traceback.walk(0, top, cursor)
+        ops = traceback.ops[:traceback.pos]
+        result = PairAlignment(end.score, cursor[0], end.query_end, cursor[1], end.target_end,
+                               cigar_from_ops(ops))
+    if profile is not None:
+        profile.update(timing, score_pass_s=score_pass,
+                       traceback_s=time.perf_counter() - started - score_pass,
+                       intervals=list(plan.intervals), window=plan.window, rows_per_lane=list(plan.rows_per_lane),
+                       planned_bytes=plan.bytes)
+    return result
 
 
 CHUNK_ROWS_PER_LANE = 2
@@ -375,105 +831,8 @@ class _Chunk:
         self.r0, self.c0, self.height, self.width, self.dirs = r0, c0, height, width, dirs
 
     def covers(self, i: int, j: int) -> bool:
+        """Whether the re-solved part of the chunk holds cell ``(i, j)``."""
         return i - self.r0 <= self.height and j - self.c0 <= self.width
-
-
-def _solve_window(sweep: _Sweep, every: int, row_ckpt, col_ckpt, i: int, j: int, window: int,
-                  streams, dir_pool) -> dict:
-    """Re-solve the chunk holding ``(i, j)`` (up to ``(i, j)``) and the chunks up and left of it.
-
-    The ``window x window`` chunks whose bottom-right one holds ``(i, j)`` are
-    independent given the checkpoints, so they run concurrently, one stream each:
-    the path usually crosses several of them, and one chunk alone leaves most of the
-    GPU idle. Chunk ``a * window + b`` writes its direction bytes into its slice of
-    ``dir_pool``. Returns ``{(r0, c0): _Chunk}``.
-    """
-    chunk_bytes = dir_pool.size // (window * window)
-    cp = sweep.cupy
-    r0 = (i - 1) // every * every
-    c0 = (j - 1) // every * every
-    solved = {}
-    for a in range(window):
-        for b in range(window):
-            pr, pc = r0 - a * every, c0 - b * every
-            if pr < 0 or pc < 0:
-                continue
-            height = i - pr if a == 0 else every
-            width = j - pc if b == 0 else every
-            with streams[a * window + b]:
-                if pr == 0:
-                    top_h = cp.asarray(sweep.row0(np.arange(pc, pc + width + 1)))
-                    top_f = cp.full(width + 1, NEG_INF, dtype=cp.int32)
-                else:
-                    top_h = row_ckpt[pr // every - 1, pc:pc + width + 1, 0]
-                    top_f = row_ckpt[pr // every - 1, pc:pc + width + 1, 1]
-                if pc == 0:
-                    left_h = cp.asarray(sweep.column0(np.arange(pr + 1, pr + height + 1)))
-                    left_e = cp.full(height, NEG_INF, dtype=cp.int32)
-                else:
-                    left_h = col_ckpt[pc // every - 1, pr + 1:pr + height + 1, 0]
-                    left_e = col_ckpt[pc // every - 1, pr + 1:pr + height + 1, 1]
-                slot = (a * window + b) * chunk_bytes
-                _, _, dirs = sweep.run(pr, pc, height, width, top_h, top_f, left_h, left_e,
-                                       CHUNK_ROWS_PER_LANE, dirs=True, sync=False,
-                                       dirs_out=dir_pool[slot:slot + chunk_bytes])
-            solved[(pr, pc)] = _Chunk(pr, pc, height, width, dirs)
-    kernels.synchronize(f"re-solving the chunks up and left of cell ({i}, {j})")
-    return solved
-
-
-def _chunked_traceback(sweep: _Sweep, i: int, j: int, every: int, window: int, row_ckpt, col_ckpt,
-                       profile=None):
-    """Phases 2 and 3: walk back from ``(i, j)`` chunk by chunk; returns ``(i, j, ops end-to-start)``.
-
-    With ``profile`` (a dict), adds the number of chunks re-solved and traced, and
-    the seconds spent re-solving (``solve_s``), copying direction bytes to the host
-    (``copy_s``) and tracing (``trace_s``).
-    """
-    cp = sweep.cupy
-    timing = {"windows": 0, "chunks_solved": 0, "chunks_traced": 0, "solve_s": 0.0, "copy_s": 0.0,
-              "trace_s": 0.0}
-    mode_code = cpu._MODE_CODES[sweep.mode]
-    ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
-    pos = 0
-    state = STATE_H
-    strip = 32 * CHUNK_ROWS_PER_LANE
-    chunk_bytes = -(-every // strip) * strip * (every + 31)
-    pinned = kernels.pinned_bytes(chunk_bytes)
-    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(window * window)]
-    dir_pool = cp.empty(window * window * chunk_bytes, dtype=cp.uint8)
-    solved: dict = {}
-    while True:
-        if i == 0 or j == 0:
-            r0 = c0 = steps = 0
-            dirs = pinned[:0]
-        else:
-            r0 = (i - 1) // every * every
-            c0 = (j - 1) // every * every
-            chunk = solved.get((r0, c0))
-            if chunk is None or not chunk.covers(i, j):
-                started = time.perf_counter()
-                solved = _solve_window(sweep, every, row_ckpt, col_ckpt, i, j, window, streams,
-                                       dir_pool)
-                chunk = solved[(r0, c0)]
-                timing["windows"] += 1
-                timing["chunks_solved"] += len(solved)
-                timing["solve_s"] += time.perf_counter() - started
-            started = time.perf_counter()
-            dirs = pinned[:chunk.dirs.size]
-            chunk.dirs.get(out=dirs)
-            steps = chunk.width + 31
-            timing["chunks_traced"] += 1
-            timing["copy_s"] += time.perf_counter() - started
-        started = time.perf_counter()
-        i, j, state, pos, done = _trace_chunk(dirs, strip, CHUNK_ROWS_PER_LANE, steps, r0, c0,
-                                              sweep.query, sweep.target, mode_code, i, j, state,
-                                              ops, pos)
-        timing["trace_s"] += time.perf_counter() - started
-        if done:
-            if profile is not None:
-                profile.update(timing)
-            return int(i), int(j), ops[:pos]
 
 
 @njit(cache=True)

@@ -199,10 +199,12 @@ class _Slice:
 class _Engine:
     """Score-only and full local alignment of query segments on the resolved backend."""
 
-    def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None):
+    def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None,
+                 gpu_memory: int | None = None, gpu_profile: dict | None = None):
         from gpualign_plugin.pairwise import cpu
 
         self.scheme = scheme
+        self.gpu_memory, self.gpu_profile = gpu_memory, gpu_profile
         self.device = device
         self.threads = threads
         self.cpu = cpu
@@ -231,7 +233,11 @@ class _Engine:
         target = targets[where.t_index]
         t = target.codes[where.t0:where.t1]
         if self.gpu is not None:
-            pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device)
+            profile = {} if self.gpu_profile is not None else None
+            pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device, memory_budget=self.gpu_memory,
+                                       profile=profile)
+            if profile:
+                self.gpu.add_profile(self.gpu_profile, profile)
         else:
             pair = self.cpu.align_pair(q, t, self.scheme, "local", threads=self.threads or 1)
         if pair.score <= 0:
@@ -267,8 +273,8 @@ def cut_alignment(pair, q: np.ndarray, t: np.ndarray, scheme: ScoringScheme, zdr
 def place_local(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
                 backend: str = "auto", evalue: float = DEFAULT_EVALUE, strands: str = "both",
                 threads: int | None = None, device: int = 0, zdrop_bits: float = ZDROP_BITS,
-                min_score: int = 1,
-                on_cells: Callable[[int], None] | None = None) -> list[Alignment]:
+                min_score: int = 1, on_cells: Callable[[int], None] | None = None,
+                gpu_memory: int | None = None, gpu_profile: dict | None = None) -> list[Alignment]:
     """Every significant local alignment of each query, non-overlapping on the query, placed.
 
     The set is defined in docs/ALGORITHMS.md ("Local placement"): repeatedly the
@@ -303,6 +309,12 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         floor on the score: together they are the significance test).
     on_cells : callable, optional
         Called with the DP cells of each query when it is done (progress).
+    gpu_memory : int, optional
+        GPU memory budget in bytes of each alignment (see
+        :func:`gpualign_plugin.pairwise.gpu.align_pair`).
+    gpu_profile : dict, optional
+        On the GPU, filled with the alignments' phase seconds summed
+        (:func:`gpualign_plugin.pairwise.gpu.add_profile`).
 
     Returns
     -------
@@ -327,7 +339,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
 
         if not gpu.accepts(scheme):
             engine_name = "cpu"
-    engine = _Engine(scheme, engine_name, device, threads)
+    engine = _Engine(scheme, engine_name, device, threads, gpu_memory, gpu_profile)
     database = (sum(len(t) for t in targets), len(targets))
     for query in queries:
         for target in targets:

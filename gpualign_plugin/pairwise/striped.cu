@@ -313,7 +313,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
                 best_j = jj;
             }
         }
-        if (lane == 0) {
+        if (lane == 0 && a.best != nullptr) {  // sweeps of inner checkpoint regions keep no best cell
             a.best[3 * k] = best_v;
             a.best[3 * k + 1] = best_i;
             a.best[3 * k + 2] = best_j;

@@ -158,11 +158,23 @@ def test_stats_file_records_engine_cells_and_gcups(genomes, tmp_path):
                    "--mode", "semiglobal", "--stats", stats) == 0
     data = json.loads(stats.read_text())
     assert data["engine"] == "cpu" and data["cells"] == (500 + 350) * 3000 * 2 and data["gcups"] > 0
+    phases = data["extra"]["phases"]
+    assert set(phases) == {"read_s", "align_s", "write_s"} and all(v >= 0 for v in phases.values())
+    assert phases["align_s"] <= data["seconds"]
     # Local placement also scores the second-best placement of every piece: more cells.
     assert run_cli("-q", query, "-t", target, "--out", tmp_path / "x.paf", "--backend", "cpu",
                    "--stats", stats) == 0
     data = json.loads(stats.read_text())
     assert data["cells"] > (500 + 350) * 3000 * 2 and data["gcups"] > 0
+
+
+def test_gpu_memory_option_rejects_a_size_it_cannot_read(genomes, tmp_path, capsys):
+    query, target = genomes
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli("-q", query, "-t", target, "--out", tmp_path / "x.paf", "--gpu-memory", "lots")
+    assert exit_info.value.code == 2
+    assert "'lots' is not a memory size" in capsys.readouterr().err
+    assert not (tmp_path / "x.paf").exists()
 
 
 BAD_INPUTS = [

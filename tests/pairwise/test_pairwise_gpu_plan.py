@@ -1,0 +1,112 @@
+"""The GPU alignment's memory planner, on the CPU: plans fit their budget, a too-small budget
+names the smallest that works, and the memory formula adds up the arrays the engine allocates.
+
+No GPU is needed: :func:`gpualign_plugin.pairwise.gpu.plan_memory` is plain arithmetic
+(the multiprocessor count is an argument; 132 is an H200's, 114 an H100's).
+"""
+
+import argparse
+import re
+
+import numpy as np
+import pytest
+
+from gpualign_plugin.cli.common import memory_size
+from gpualign_plugin.errors import InputError
+from gpualign_plugin.pairwise import gpu
+from gpualign_plugin.runtime.kernels import GpuMemoryError
+
+GiB, MiB = 2**30, 2**20
+
+
+@pytest.mark.parametrize("m, n", [(1000, 800), (40000, 40000), (10**6, 10**6), (10**7, 9 * 10**6),
+                                  (2 * 10**7, 2 * 10**7)])
+@pytest.mark.parametrize("budget", [64 * MiB, GiB, 16 * GiB, 70 * GiB])
+@pytest.mark.parametrize("local", [True, False])
+def test_plan_fits_its_budget_or_names_the_smallest_that_would(m, n, budget, local):
+    try:
+        plan = gpu.plan_memory(m, n, budget, 132, local)
+    except GpuMemoryError as exc:
+        needed = int(re.search(r"--gpu-memory (\d+)M", str(exc)).group(1)) * MiB
+        assert needed > budget
+        plan = gpu.plan_memory(m, n, needed, 132, local)
+        assert plan.bytes + gpu.MEMORY_SLACK <= needed
+        with pytest.raises(GpuMemoryError):
+            gpu.plan_memory(m, n, needed - 2 * MiB, 132, local)
+        return
+    assert plan.bytes + gpu.MEMORY_SLACK <= budget
+    assert all(e % 64 == 0 for e in plan.intervals)
+    assert list(plan.intervals) == sorted(plan.intervals, reverse=True)
+    assert plan.intervals[-1] in gpu.LEAF_INTERVALS
+
+
+def test_chromosome_pairs_fit_16_gib_and_small_ones_keep_one_level():
+    # The issue's goal: 20 Mbp x 20 Mbp in at most 16 GiB (here, by the formula).
+    plan = gpu.plan_memory(2 * 10**7, 2 * 10**7, 16 * GiB, 132)
+    assert plan.bytes <= 16 * GiB and len(plan.intervals) >= 2
+    # A 1 Mbp pair with room to spare keeps the single 4096 level measured fastest.
+    assert gpu.plan_memory(10**6, 10**6, 60 * GiB, 132).intervals == (4096,)
+    # 250 Mbp x 230 Mbp (chromosome 1 against chromosome 2 sizes) fits an 80 GB card.
+    assert gpu.plan_memory(250 * 10**6, 230 * 10**6, 70 * GiB, 114).bytes <= 70 * GiB
+
+
+def test_budget_error_is_one_line_with_both_numbers():
+    with pytest.raises(GpuMemoryError) as info:
+        gpu.plan_memory(2 * 10**7, 2 * 10**7, 4 * MiB, 132)
+    message = str(info.value)
+    assert "\n" not in message and "budget is 4 MiB" in message and "--gpu-memory" in message
+
+
+def test_smaller_budgets_never_give_bigger_plans():
+    sizes = [gpu.plan_memory(3 * 10**6, 3 * 10**6, b * GiB, 132).bytes for b in (64, 16, 4, 1)]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_formula_is_the_sum_of_the_arrays_the_engine_allocates():
+    # Two levels forced on a 10000 x 7000 local problem, window 8, 132 SMs: every array the
+    # engine allocates, written out from its shape (int32 = 4 bytes, pool rounding to 512).
+    m, n = 10000, 7000
+    plan = gpu.plan_memory(m, n, GiB, 132, True, 4, intervals=(2048, 256))
+    r0, r1 = plan.rows_per_lane
+    pool = lambda nbytes: -(-nbytes // 512) * 512  # noqa: E731
+    pad = lambda h, s: -(-h // s) * s  # noqa: E731
+    sequences = pool(m) + pool(n) + pool(64) + 2 * pool(4 * (n + 1)) + 2 * pool(4 * m)
+    level0 = pool(8 * ((m - 1) // 2048) * (n + 1)) + pool(8 * ((n - 1) // 2048) * (pad(m, 32 * r0) + 1))
+    level1 = (pool(8 * (2047 // 256) * 2049) + pool(8 * (2047 // 256) * (pad(2048, 32 * r1) + 1))
+              + 2 * pool(4 * 2049) + 2 * pool(4 * 2048))
+    window = min(plan.window, 8)
+    leaf_dirs = pool(window * window * 256 * (256 + 31))
+
+    def sweep(h, w, s, best=False):
+        return (pool(pad(h, s)) + 2 * pool(4 * pad(h, s)) + pool(16 * w) + pool(8 * -(-w // 32)) + pool(4)
+                + (pool(12 * pad(h, s) // s) if best else 0))
+
+    transient = max(sweep(m, n, 32 * r0, best=True), sweep(2048, 2048, 32 * r1))
+    leaf = window * window * (sweep(256, 256, 64) + 2 * pool(4 * 257))
+    assert plan.bytes == sequences + level0 + level1 + leaf_dirs + transient + leaf
+
+
+def test_intervals_must_be_multiples_of_64():
+    with pytest.raises(InputError, match="multiple of 64"):
+        gpu.plan_memory(5000, 5000, GiB, 132, intervals=(1000,))
+
+
+def test_memory_sizes_parse_with_binary_units():
+    assert memory_size("12G") == 12 * GiB
+    assert memory_size("1.5GiB") == 3 * GiB // 2
+    assert memory_size("512m") == 512 * MiB
+    assert memory_size("1000000") == 1000000
+    for bad in ("", "G", "twelve", "-1G", "0"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            memory_size(bad)
+
+
+def test_model_prefers_fewer_bytes_only_among_near_fastest_plans():
+    budget = 64 * GiB
+    plan = gpu.plan_memory(10**7, 10**7, budget, 132)
+    for levels in (1, 2):
+        for chain in gpu._chains(10**7, 10**7, levels):
+            for other in gpu._evaluate(10**7, 10**7, chain, (8, 4, 2, 1), 132, True, 4):
+                if other.bytes + gpu.MEMORY_SLACK <= budget:
+                    assert plan.seconds <= gpu.NEAR_FASTEST * other.seconds + 1e-9
+    assert np.isfinite(plan.seconds)
