@@ -118,4 +118,4 @@ def test_cli_budget_too_small_exits_2_naming_the_smallest_that_works(tmp_path, c
     import json
 
     gpu_phases = json.loads(stats.read_text())["extra"]["gpu_phases"]
-    assert gpu_phases["pairs"] == 1 and gpu_phases["score_pass_s"] > 0
+    assert gpu_phases["pairs"] >= 1 and gpu_phases["score_pass_s"] > 0
