@@ -249,12 +249,14 @@ def alignment_stats(wildcards):
 
 
 def identity_sources(wildcards):
-    """PAF files whose alignments make the identity distribution."""
-    sources = []
+    """PAF files of each kind of alignment (``pairwise``, ``syntenic``), for the histograms."""
+    sources = {}
     if config["analyses"]["pairwise"]:
-        sources += expand("results/pairwise/{genome}.paf", genome=QUERIES)
+        sources["pairwise"] = expand("results/pairwise/{genome}.paf", genome=QUERIES)
     if config["analyses"]["syntenic"]:
-        sources += expand("results/syntenic/{genome}/{genome}.paf", genome=QUERIES)
+        sources["syntenic"] = expand(
+            "results/syntenic/{genome}/{genome}.paf", genome=QUERIES
+        )
     return sources
 
 
@@ -288,4 +290,8 @@ def all_outputs():
         outputs += ["results/report/identity.png"]
     if analyses["search"]:
         outputs += ["results/report/top_hits.html"]
+    if analyses["pairwise"]:
+        outputs += ["results/report/bam_stats.html"]
+    if analyses["three_way"]:
+        outputs += ["results/report/three_way.html"]
     return outputs

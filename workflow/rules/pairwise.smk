@@ -31,6 +31,10 @@ rule pairwise_shard:
     output:
         bam=temp("results/pairwise/{genome}/shards/{shard}.bam"),
         paf=temp("results/pairwise/{genome}/shards/{shard}.paf"),
+        # The shard's index (the BAM writer makes one): removed with the shard.
+        index=temp(
+            f"results/pairwise/{{genome}}/shards/{{shard}}.bam.{bam_index_extension()}"
+        ),
         stats="results/stats/pairwise/{genome}.{shard}.json",
     log:
         "logs/pairwise/{genome}.{shard}.log",

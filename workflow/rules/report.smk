@@ -1,6 +1,7 @@
 # Tables and figures for `snakemake --report results/report.html`: throughput of every
-# alignment job (from the --stats files the CLI writes), the identity distribution of the
-# reported alignments, and the top hits of the search.
+# alignment job (from the --stats files the CLI writes), the identity distribution of each
+# kind of alignment, samtools-stats-like figures of each query genome's BAM, the top hits
+# of the search and a summary of the three-way alignments.
 
 
 rule report_throughput:
@@ -31,7 +32,7 @@ rule report_throughput:
 
 rule report_identity:
     input:
-        pafs=identity_sources,
+        unpack(identity_sources),
     output:
         png=report(
             "results/report/identity.png",
@@ -75,5 +76,57 @@ rule report_hits:
         mem_mb=1000,
     params:
         kind="hits",
+    script:
+        "../scripts/report_tables.py"
+
+
+rule report_bam_stats:
+    input:
+        bams=expand("results/pairwise/{genome}.bam", genome=QUERIES),
+    output:
+        tsv="results/report/bam_stats.tsv",
+        html=report(
+            "results/report/bam_stats.html",
+            category="Pairwise",
+            caption="../report/bam_stats.rst",
+            labels={"table": "BAM statistics per query genome"},
+        ),
+    log:
+        "logs/report/bam_stats.log",
+    benchmark:
+        "benchmarks/report/bam_stats.tsv"
+    conda:
+        "../envs/gpualign.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        kind="bam_stats",
+    script:
+        "../scripts/report_tables.py"
+
+
+rule report_three_way:
+    input:
+        maf="results/three_way/all.maf",
+    output:
+        tsv="results/report/three_way.tsv",
+        html=report(
+            "results/report/three_way.html",
+            category="Three-way",
+            caption="../report/three_way.rst",
+            labels={"table": "three-way alignments"},
+        ),
+    log:
+        "logs/report/three_way.log",
+    benchmark:
+        "benchmarks/report/three_way.tsv"
+    conda:
+        "../envs/gpualign.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        kind="three_way",
     script:
         "../scripts/report_tables.py"

@@ -3,10 +3,13 @@
 One script for the report rules, dispatched on the rule's ``params.kind`` (rule names
 change when the rules are imported as a module):
 ``throughput`` (the jobs' --stats JSON -> TSV and HTML table),
-``identity`` (PAF alignments -> identity histogram weighted by columns),
-``hits`` (merged BLAST tabular hits -> HTML table) and
-``dotplot`` (syntenic PAF + classified differences -> genome-vs-genome dot plot). No numbers are made here:
-every value is copied from a file a job wrote.
+``identity`` (PAF alignments -> one identity histogram per kind, weighted by columns),
+``bam_stats`` (each query genome's BAM -> samtools-stats-like figures, TSV and HTML),
+``hits`` (merged BLAST tabular hits -> HTML table),
+``three_way`` (the merged MAF -> one row per block, TSV and HTML) and
+``dotplot`` (syntenic PAF + classified differences -> genome-vs-genome dot plot). Values are
+copied from files the jobs wrote, or counted from them (the BAM figures by
+gpualign_plugin.io.bam_stats); nothing is aligned here.
 """
 
 import html
@@ -20,11 +23,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from gpualign_plugin.io.atomic import atomic_path, atomic_text  # noqa: E402
+from gpualign_plugin.io.bam_stats import bam_statistics  # noqa: E402
 from gpualign_plugin.io.fasta import iter_fasta_text  # noqa: E402
+from gpualign_plugin.io.maf import read_maf  # noqa: E402
 from gpualign_plugin.io.paf import read_paf  # noqa: E402
 
 THROUGHPUT_COLUMNS = ("job", "command", "engine", "device", "threads", "cells", "seconds",
                       "gcups", "peak_gpu_memory_bytes")
+BAM_COLUMNS = ("genome", "records", "mapped", "unmapped", "supplementary", "secondary",
+               "alignment columns", "identity %", "reference bp", "covered bp", "coverage %",
+               "mean depth")
+THREE_WAY_COLUMNS = ("block", "rows", "lengths", "columns", "score", "identity 1-2 %",
+                     "identity 1-3 %", "identity 2-3 %", "columns all identical")
 BLAST_COLUMNS = ("query", "subject", "identity %", "length", "mismatches", "gap opens",
                  "q.start", "q.end", "s.start", "s.end", "E-value", "bit score")
 
@@ -58,21 +68,68 @@ def throughput(snakemake):
 
 
 def identity(snakemake):
-    values, weights = [], []
-    for path in snakemake.input.pafs:
-        for row in read_paf(path):
-            if row["alen"] > 0:
-                values.append(100.0 * row["nmatch"] / row["alen"])
-                weights.append(row["alen"])
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    axis.hist(values, bins=50, range=(0, 100), weights=weights, color="#3b75af")
-    axis.set_xlabel("identity of the alignment (% of columns)")
-    axis.set_ylabel("alignment columns")
-    axis.set_title(f"{len(values)} alignments from {len(snakemake.input.pafs)} PAF files")
+    kinds = [kind for kind in ("pairwise", "syntenic") if kind in snakemake.input.keys()]
+    figure, axes = plt.subplots(len(kinds), 1, figsize=(6, 2.2 + 1.8 * len(kinds)),
+                                squeeze=False)
+    for kind, axis in zip(kinds, axes[:, 0]):
+        values, weights = [], []
+        for path in snakemake.input[kind]:
+            for row in read_paf(path):
+                if row["alen"] > 0:
+                    values.append(100.0 * row["nmatch"] / row["alen"])
+                    weights.append(row["alen"])
+        axis.hist(values, bins=50, range=(0, 100), weights=weights, color="#3b75af")
+        axis.set_xlabel("identity of the alignment (% of columns)")
+        axis.set_ylabel("alignment columns")
+        files = len(snakemake.input[kind])
+        axis.set_title(f"{kind}: {len(values)} alignment{'s' * (len(values) != 1)} from "
+                       f"{files} PAF file{'s' * (files != 1)}")
     figure.tight_layout()
     with atomic_path(snakemake.output.png, suffix=".png") as tmp:
         figure.savefig(tmp, dpi=100)
     plt.close(figure)
+
+
+def write_table(snakemake, title, columns, rows):
+    """The rule's ``tsv`` and ``html`` outputs: ``rows`` under ``columns``."""
+    with atomic_text(snakemake.output.tsv) as handle:
+        handle.write("\t".join(columns) + "\n")
+        for row in rows:
+            handle.write("\t".join(str(value) for value in row) + "\n")
+    with atomic_text(snakemake.output.html) as handle:
+        handle.write(html_table(title, columns, rows))
+
+
+def bam_stats(snakemake):
+    rows = []
+    for path in snakemake.input.bams:
+        stats = bam_statistics(path)
+        rows.append([os.path.basename(path)[:-len(".bam")], stats.records, stats.mapped,
+                     stats.unmapped, stats.supplementary, stats.secondary, stats.columns,
+                     f"{stats.identity:.2f}", stats.reference_length, stats.covered_bases,
+                     f"{stats.coverage:.2f}", f"{stats.mean_depth:.3f}"])
+    write_table(snakemake, "BAM statistics per query genome", BAM_COLUMNS, rows)
+
+
+def pair_identity(first, second):
+    """Identical columns / columns where both rows hold a residue, in percent."""
+    both = [(a, b) for a, b in zip(first.upper(), second.upper()) if a != "-" and b != "-"]
+    return 100.0 * sum(a == b for a, b in both) / len(both) if both else 0.0
+
+
+def three_way(snakemake):
+    rows = []
+    for number, block in enumerate(read_maf(snakemake.input.maf), start=1):
+        texts = block.rows
+        identical = sum(1 for column in zip(*(text.upper() for text in texts))
+                        if column[0] != "-" and len(set(column)) == 1)
+        rows.append([number, " ".join(block.ids),
+                     " ".join(str(end - start) for start, end in zip(block.starts, block.ends)),
+                     len(texts[0]), block.score]
+                    + [f"{pair_identity(texts[a], texts[b]):.1f}" for a, b in ((0, 1), (0, 2), (1, 2))]
+                    + [identical])
+    write_table(snakemake, "Three-way alignments (one MAF block per triplet)", THREE_WAY_COLUMNS,
+                rows)
 
 
 def hits(snakemake):
@@ -135,5 +192,5 @@ def dotplot(snakemake):
 
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (Snakemake's script global)
-{"throughput": throughput, "identity": identity, "hits": hits,
- "dotplot": dotplot}[snakemake.params.kind](snakemake)  # noqa: F821
+{"throughput": throughput, "identity": identity, "hits": hits, "bam_stats": bam_stats,
+ "three_way": three_way, "dotplot": dotplot}[snakemake.params.kind](snakemake)  # noqa: F821
