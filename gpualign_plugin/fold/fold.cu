@@ -9,7 +9,8 @@
 //
 // Storage: W of a sequence of n bases is (D T) x (D T), D = ceil((n + 1) / T), cut into T x T
 // tiles; tile (I, J), J >= I, lies at tiles + (I D - I (I - 1) / 2 + J - I) T^2 (int16, row-major;
-// the most pairs, n / 2, fits 16 bits for n up to 65,000). Bases past n have code 4 (pairs with
+// the most pairs, n / 2, fits 16 bits for n up to 65,000), and transposed at the same place in
+// tiles_t (the max-plus products read their left operand column by column). Bases past n have code 4 (pairs with
 // nothing), so the padded cells hold exact values of a longer sequence and never overflow.
 //
 // fold_diagonal fills the tiles of tile diagonal d = J - I (one block per tile, many sequences in
@@ -57,8 +58,8 @@ __device__ __forceinline__ int w_at(const short* tiles, int D, int i, int j) {
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-fold_diagonal(short* tiles, const long long* tile_base, const int* tiles_per_side, const uint8_t* codes,
-              const long long* code_base, const int2* items, int d, int min_loop) {
+fold_diagonal(short* tiles, short* tiles_t, const long long* tile_base, const int* tiles_per_side,
+              const uint8_t* codes, const long long* code_base, const int2* items, int d, int min_loop) {
     __shared__ __align__(16) unsigned char raw[3 * T * PAD * 2 > T * T * 4 + T * T * 2
                                                 ? 3 * T * PAD * 2 : T * T * 4 + T * T * 2];
     const int tid = threadIdx.x;
@@ -67,26 +68,50 @@ fold_diagonal(short* tiles, const long long* tile_base, const int* tiles_per_sid
     const int J = I + d;
     const int D = tiles_per_side[s];
     short* W = tiles + tile_base[s];
+    short* Wt = tiles_t + tile_base[s];
     const uint8_t* code = codes + code_base[s];
     short* out = W + tile_index(I, J, D) * (T * T);
+    short* out_t = Wt + tile_index(I, J, D) * (T * T);
 
-    // Phase 1: acc = max over I < K < J of W(I, K) (x) W(K, J), 16-bit pairs of columns.
+    // Phase 1: acc = max over I < K < J of W(I, K) (x) W(K, J), 16-bit pairs of columns. The A
+    // operand comes from the transposed copy ([k][a], each value duplicated into both halves in
+    // shared memory), the B operand from the row-major one; the next K's tiles are loaded into
+    // registers while the current ones are multiplied.
     const int ty = tid / 16, tx = tid % 16;
     unsigned acc[4][2];
 #pragma unroll
     for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = 0u;
     unsigned* At = reinterpret_cast<unsigned*>(raw);             // [k][a]: (v, v) duplicated
     unsigned* Bs = reinterpret_cast<unsigned*>(raw + T * T * 4);  // [k][b / 2]: packed pairs
+    uint4 next_a[2], next_b[2];
+    if (I + 1 < J) {
+        const uint4* A = reinterpret_cast<const uint4*>(Wt + tile_index(I, I + 1, D) * (T * T));
+        const uint4* B = reinterpret_cast<const uint4*>(W + tile_index(I + 1, J, D) * (T * T));
+        next_a[0] = A[tid]; next_a[1] = A[tid + THREADS];
+        next_b[0] = B[tid]; next_b[1] = B[tid + THREADS];
+    }
     for (int K = I + 1; K < J; ++K) {
-        const short* A = W + tile_index(I, K, D) * (T * T);
-        const unsigned* B = reinterpret_cast<const unsigned*>(W + tile_index(K, J, D) * (T * T));
-        for (int x = tid; x < T * T; x += THREADS) {
-            const int a = x / T, k = x % T;
-            const unsigned v = (unsigned short)A[x];
-            At[k * T + a] = v | (v << 16);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            // 8 consecutive a of one k: 16 bytes in, 32 bytes of duplicated pairs out.
+            const unsigned w[4] = {next_a[h].x, next_a[h].y, next_a[h].z, next_a[h].w};
+            uint4 lo, hi;
+            lo.x = __byte_perm(w[0], 0, 0x1010); lo.y = __byte_perm(w[0], 0, 0x3232);
+            lo.z = __byte_perm(w[1], 0, 0x1010); lo.w = __byte_perm(w[1], 0, 0x3232);
+            hi.x = __byte_perm(w[2], 0, 0x1010); hi.y = __byte_perm(w[2], 0, 0x3232);
+            hi.z = __byte_perm(w[3], 0, 0x1010); hi.w = __byte_perm(w[3], 0, 0x3232);
+            uint4* dst = reinterpret_cast<uint4*>(At + 8 * (tid + h * THREADS));
+            dst[0] = lo;
+            dst[1] = hi;
+            reinterpret_cast<uint4*>(Bs)[tid + h * THREADS] = next_b[h];
         }
-        for (int x = tid; x < T * T / 2; x += THREADS) Bs[x] = B[x];
         __syncthreads();
+        if (K + 1 < J) {
+            const uint4* A = reinterpret_cast<const uint4*>(Wt + tile_index(I, K + 1, D) * (T * T));
+            const uint4* B = reinterpret_cast<const uint4*>(W + tile_index(K + 1, J, D) * (T * T));
+            next_a[0] = A[tid]; next_a[1] = A[tid + THREADS];
+            next_b[0] = B[tid]; next_b[1] = B[tid + THREADS];
+        }
 #pragma unroll 8
         for (int k = 0; k < T; ++k) {
             const uint4 av = *reinterpret_cast<const uint4*>(At + k * T + 4 * ty);
@@ -161,7 +186,10 @@ fold_diagonal(short* tiles, const long long* tile_base, const int* tiles_per_sid
         }
         __syncthreads();
     }
-    for (int x = tid; x < T * T; x += THREADS) out[x] = cur[(x / T) * PAD + x % T];
+    for (int x = tid; x < T * T; x += THREADS) {
+        out[x] = cur[(x / T) * PAD + x % T];
+        out_t[x] = cur[(x % T) * PAD + x / T];
+    }
 }
 
 // One block per sequence: partner[i] = j for a pair (i, j), -1 for an unpaired base. stack holds

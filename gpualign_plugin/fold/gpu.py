@@ -14,8 +14,9 @@ pair term, cell anti-diagonal by anti-diagonal.
 
 **Traceback** on the device, one block per sequence: the host gets each base's partner.
 
-**Memory.** ``2 TILE^2 D (D + 1) / 2`` bytes of tiles per sequence (``D = ceil((n + 1) / TILE)``;
-678 MB for n = 26,000), plus ``24 (n + 1)`` bytes of partner and stack. Sequences are folded
+**Memory.** ``4 TILE^2 D (D + 1) / 2`` bytes of tiles per sequence (``D = ceil((n + 1) / TILE)``;
+the tiles are kept row-major and transposed: 1.36 GB for n = 26,000), plus ``24 (n + 1)`` bytes
+of partner and stack. Sequences are folded
 in groups that fit ``memory_budget`` (default: half the free device memory).
 """
 
@@ -37,7 +38,7 @@ MAX_LENGTH = 65_000
 def sequence_bytes(length: int) -> int:
     """Device bytes of one sequence of ``length`` nucleotides: tiles, codes, partners and stack."""
     side = (length + 1 + TILE - 1) // TILE
-    return 2 * TILE * TILE * side * (side + 1) // 2 + side * TILE + 24 * (length + 1) + 64
+    return 4 * TILE * TILE * side * (side + 1) // 2 + side * TILE + 24 * (length + 1) + 64
 
 
 def fold_many(sequences, min_loop: int, device: int = 0, memory_budget: int | None = None,
@@ -125,13 +126,14 @@ def _fold_group(sequences, min_loop: int, device: int) -> list[tuple[np.ndarray,
         starts.append(sum(len(x) for x in items))
     item_array = cupy.asarray(np.concatenate(items).astype(np.int32))
     tiles = cupy.empty(int(tile_counts.sum()), dtype=cupy.int16)
+    tiles_t = cupy.empty_like(tiles)
     d_tile_base, d_sides, d_codes, d_code_base = (cupy.asarray(x) for x in (
         tile_base, sides.astype(np.int32), codes, code_base))
     for d in range(len(starts) - 1):
         count = starts[d + 1] - starts[d]
         kernels.launch(fill, "fold_diagonal", count, THREADS,
-                       (tiles, d_tile_base, d_sides, d_codes, d_code_base, item_array[starts[d]:],
-                        np.int32(d), np.int32(min_loop)),
+                       (tiles, tiles_t, d_tile_base, d_sides, d_codes, d_code_base,
+                        item_array[starts[d]:], np.int32(d), np.int32(min_loop)),
                        0, f"tile diagonal {d} of {len(sequences)} sequence(s), longest {int(lengths.max())} nt",
                        sync=False)
     partner_base = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
