@@ -3,7 +3,7 @@
 Read from the source with :mod:`ast` (every ``import``, also those inside functions, since a
 lazy import closes a circle just as well), so the rules hold without importing anything:
 
-* the shared core (``errors``, ``scoring``, ``model``, ``statistics``, ``gotoh``, ``version``,
+* the shared core (``errors``, ``scoring``, ``model``, ``statistics``, ``gotoh``, ``striped``, ``version``,
   ``traceback/``, ``runtime/``, ``io/``) imports no problem package and no CLI module;
 * a problem package (``pairwise/``, ``batch/``, ``syntenic/``, ``search/``, ``align3/``,
   ``fold/``, ``compare/``) imports the shared core, its own modules, and of another problem
@@ -20,7 +20,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gpualign_plugin"
-CORE = {"errors", "scoring", "model", "statistics", "gotoh", "version", "traceback", "runtime", "io"}
+CORE = {"errors", "scoring", "model", "statistics", "gotoh", "striped", "version", "traceback", "runtime",
+        "io"}
 PROBLEMS = {"pairwise", "batch", "syntenic", "search", "align3", "fold", "compare"}
 TOP = {"cli"}
 

@@ -30,6 +30,7 @@ import numpy as np
 from gpualign_plugin import gotoh as kernels
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
 from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.striped import striped_score
 from gpualign_plugin.traceback.checkpoint import Cursor, checkpointed_traceback
 
 MODES = ("local", "global", "semiglobal")
@@ -46,7 +47,15 @@ def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
     return q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32), _MODE_CODES[mode]
 
 
+STRIPED_MIN_CELLS = 65_536
+"""Smallest ``m * n`` scored by the striped SIMD kernel (:mod:`gpualign_plugin.striped`);
+below it the row kernel's lower fixed cost wins."""
+
+
 def _score(q, t, matrix, scheme, mode_code) -> PairScore:
+    if min(len(q), len(t)) > 0 and len(q) * len(t) >= STRIPED_MIN_CELLS:
+        return PairScore(*striped_score(q, t, matrix, scheme.gap_open, scheme.gap_extend,
+                                        mode_code))
     # Rows run over the longer sequence so that the row buffers are O(min(m, n)).
     if len(t) < len(q):
         result = kernels.score_kernel(t, q, matrix, scheme.gap_open, scheme.gap_extend,
@@ -61,10 +70,12 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
                threads: int | None = None) -> PairScore:
     """Optimal score and end cell of one pair, in O(min(m, n)) memory (O(m + n) when tiled).
 
-    With more than one thread and a pair of at least :data:`TILED_MIN_CELLS`
-    cells and two tiles per side, the tiled wavefront kernel runs (see
-    :func:`score_pair_tiled`); otherwise the single-threaded row kernel. Both
-    give the identical result.
+    One thread runs the striped SIMD kernel of :mod:`gpualign_plugin.striped`
+    (pairs of at least :data:`STRIPED_MIN_CELLS` cells; smaller ones the row
+    kernel). With at least :data:`TILED_MIN_THREADS` threads and a pair of at
+    least :data:`TILED_MIN_CELLS` cells and two tiles per side, the tiled
+    wavefront kernel runs instead (see :func:`score_pair_tiled`). All give the
+    identical result.
 
     Parameters
     ----------
@@ -97,6 +108,11 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
 TILED_MIN_CELLS = 50_000_000
 """Smallest ``m * n`` for which :func:`score_pair` uses the tiled kernel (it pays off well above)."""
 
+TILED_MIN_THREADS = 24
+"""Fewest threads for which :func:`score_pair` uses the tiled kernel: its tiles run the scalar
+row kernel (0.4-0.5 GCUPS a thread on the project's 2-core EPYC) while the striped kernel
+runs 7-9 GCUPS on one core of it, so fewer threads are faster on one core."""
+
 
 def tile_shape(query_length: int, target_length: int, threads: int) -> tuple[int, int] | None:
     """The tiles :func:`score_pair` uses for a pair with ``threads`` threads, or ``None``.
@@ -111,12 +127,12 @@ def tile_shape(query_length: int, target_length: int, threads: int) -> tuple[int
     Returns
     -------
     (int, int) or None
-        ``(tile_rows, tile_cols)`` in cells when the tiled kernel runs (more than
-        one thread, at least :data:`TILED_MIN_CELLS` cells and two tiles per
-        side); ``None`` when the single-threaded row kernel runs.
+        ``(tile_rows, tile_cols)`` in cells when the tiled kernel runs (at least
+        :data:`TILED_MIN_THREADS` threads, :data:`TILED_MIN_CELLS` cells and two
+        tiles per side); ``None`` when one thread runs the pair.
     """
     tile_rows, tile_cols = _tile_size(query_length, threads), _tile_size(target_length, threads)
-    if (threads > 1 and query_length * target_length >= TILED_MIN_CELLS
+    if (threads >= TILED_MIN_THREADS and query_length * target_length >= TILED_MIN_CELLS
             and query_length >= 2 * tile_rows and target_length >= 2 * tile_cols):
         return tile_rows, tile_cols
     return None

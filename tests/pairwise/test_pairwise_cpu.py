@@ -390,6 +390,9 @@ def test_tiled_score_on_tie_heavy_repeats_and_edge_shapes(mode):
 
 
 def test_long_pairs_take_the_tiled_path_with_the_same_result(monkeypatch):
+    # Two threads are too few for the tiled kernel to beat the striped one; let them tile.
+    assert pairwise.tile_shape(8200, 8200, 2) is None
+    monkeypatch.setattr(pairwise, "TILED_MIN_THREADS", 2)
     calls = []
     tiled = pairwise._score_tiled
     monkeypatch.setattr(pairwise, "_score_tiled",
