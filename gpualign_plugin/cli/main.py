@@ -33,7 +33,7 @@ SUBCOMMANDS = (
     "align3",
     "fold",
     "syntenic",
-    "genome_summary",
+    "compare",
     "triplets",
     "best_pairs",
 )

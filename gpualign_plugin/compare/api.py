@@ -1,261 +1,703 @@
-"""Genome comparison in the spirit of MUMmer's dnadiff, from syntenic alignments.
+"""Genome comparison in the spirit of MUMmer's dnadiff: placements, syntenic alignments, differences.
 
-A syntenic alignment (:class:`~gpualign_plugin.model.SyntenicAlignment`) tiles a query
-record and a reference record with matching regions and difference blocks. This module
-counts what the matching regions hold (aligned bases, identity, SNPs, indels) and
-classifies each difference block:
+An assembly (the *query*, any number of contigs in any orientation) is compared with a
+reference (the *target*) in three steps:
 
-``deletion``
-    Reference bases with (almost) no query bases opposite: absent from the query.
-``insertion``
-    Query bases with (almost) no reference bases opposite: absent from the reference.
-``inversion``
-    Both sides present, and the query side aligns to the reverse complement of the
-    reference side.
-``relocation``
-    A deletion and an insertion whose sequences align to each other on the plus strand
-    (a block moved elsewhere, e.g. a transposition); both blocks get this kind and name
-    each other.
-``replacement``
-    Both sides present with no inversion found: sequence replaced by other sequence.
-``small``
-    Both sides shorter than ``min_event`` bases (too short to classify).
+1. **Placement.** Every significant local alignment of each contig, both strands,
+   non-overlapping on the contig (``gpualign_plugin.pairwise.api.place_local``).
+2. **Regions.** The placements of a contig are chained: the heaviest chain of placements
+   on one target record and one strand that are collinear (in the same order on the
+   contig and the reference) is the contig's *home*; the other placements form further
+   chains. Each chain is a *region*: the contig piece it spans, on its strand, against the
+   reference window it spans. Where a chain ends within ``END_EXTENSION`` bases of the
+   contig's end and the reference goes on, the region is extended to the contig's end
+   (the syntenic alignment then aligns the end or leaves it as a terminal block, which is
+   not a difference). Each region gets the exact syntenic alignment
+   (:func:`gpualign_plugin.syntenic.api.syntenic_align`, CPU or GPU, identical).
+3. **Differences.** Chains other than the home are events of their own: ``inversion``
+   (same target, other strand), ``relocation`` (same target and strand, out of order) or
+   ``translocation`` (another target record). Inside a region, each difference block of
+   the syntenic alignment loses the parts other regions align (a block the inverted
+   supplementary placement covers is that inversion, not a replacement); what is left is
+   classified:
+
+   ``inversion``
+       Both sides present and the query side aligns to the reverse complement of the
+       reference side.
+   ``insertion`` / ``deletion``
+       Query bases only / reference bases only.
+   ``relocation``
+       An insertion and a deletion (anywhere in the comparison, same reference record)
+       whose sequences align to each other: a moved block. One event, with the moved
+       block's contig interval and its origin on the reference.
+   ``replacement``
+       Both sides present, no inversion.
+   ``small``
+       Both sides shorter than ``min_event`` bases (a cluster of point differences).
+
+   Inverted and relocated blocks get a syntenic alignment of their own (a nested region)
+   so that their SNPs and indels are counted and written like any other.
 
 Conventions
 -----------
-* Coordinates are 0-based, half-open, forward strand; query = the compared genome,
-  target = the reference.
-* "(almost) none" means fewer than ``min_event`` bases.
-* A pair of sequences "aligns" when their optimal local alignment (the exact pairwise
-  engine, so the answer does not depend on heuristics) covers at least
-  ``min_coverage`` of the shorter sequence with at least ``min_identity`` identical
-  columns. Relocations pair each insertion with the first deletion (in reference order)
-  it aligns to that is not yet paired.
-* SNPs are ``X`` columns of the matching regions; indels are runs of ``I`` or ``D``.
+* Coordinates are 0-based, half-open, on the forward strand of each sequence.
+* "Aligns" (inversion and relocation tests) means that the optimal local alignment
+  (exact pairwise engine) covers at least ``min_coverage`` of the shorter sequence with at
+  least ``min_identity`` identical columns.
+* SNPs are ``X`` columns of matching regions; indels are runs of ``I`` or ``D`` in them.
+  The variants of a minus-strand region are given on the reference's forward strand (the
+  CIGAR reads the reverse-complemented query), as a VCF needs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpualign_plugin.model import SyntenicAlignment
-from gpualign_plugin.pairwise.api import align_pair
-from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
+import numpy as np
 
-DIFFERENCE_KINDS = ("insertion", "deletion", "inversion", "relocation", "replacement", "small")
-"""Kinds of classified difference blocks, in report order."""
+from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment
+from gpualign_plugin.pairwise.api import align_pair, place_local
+from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
+from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
+
+END_EXTENSION = 200
+"""A chain ending this close (bases) to its contig's end is extended to that end."""
+
+CHAIN_OVERLAP = 100
+"""Consecutive placements of a chain may overlap this many reference bases (shared flanks)."""
+
+EVENT_KINDS = ("insertion", "deletion", "inversion", "relocation", "translocation",
+               "replacement", "small")
+"""Kinds of differences, in report order."""
 
 
 @dataclass(frozen=True)
-class Difference:
-    """One classified difference block.
+class Region:
+    """A contig piece, on one strand, aligned to a reference window (one syntenic alignment).
 
     Attributes
     ----------
+    id : str
+        ``R1``, ``R2``, ... in the order the regions were made.
     query_id, target_id : str
-        Records of the syntenic alignment it comes from.
-    kind : str
-        One of :data:`DIFFERENCE_KINDS`.
+        Contig and reference record.
+    strand : str
+        ``'+'``, or ``'-'``: the reverse complement of the contig piece is aligned.
     query_start, query_end, target_start, target_end : int
-        The block on the query and on the reference (0-based, half-open).
-    identity : float
-        For an inversion or relocation, identity of the local alignment that proved it
-        (0 otherwise).
-    partner : int
-        For a relocation, the index (in the comparison's list) of the block it was
-        paired with; -1 otherwise.
+        The piece and the window, forward strand.
+    alignment : SyntenicAlignment
+        The oriented piece (rows) against the window (columns), coordinates relative to both.
+    role : str
+        ``'home'`` (a contig's heaviest collinear chain), ``'inversion'``, ``'relocation'``,
+        ``'translocation'`` (another chain of placements), or for a nested region the kind of
+        the difference block it aligns (``'inversion'``, ``'relocation'``).
+    parent : str
+        For a nested region, the region whose difference block it aligns; else ``''``.
     """
 
+    id: str
     query_id: str
     target_id: str
-    kind: str
+    strand: str
     query_start: int
     query_end: int
     target_start: int
     target_end: int
+    alignment: SyntenicAlignment
+    role: str
+    parent: str = ""
+
+    def query_interval(self, start: int, end: int) -> tuple[int, int]:
+        """Forward-strand contig interval of the oriented piece's ``[start, end)``."""
+        if self.strand == "+":
+            return self.query_start + start, self.query_start + end
+        return self.query_end - end, self.query_end - start
+
+    def query_position(self, offset: int) -> int:
+        """Forward-strand contig position of the oriented piece's base ``offset``."""
+        if self.strand == "+":
+            return self.query_start + offset
+        return self.query_end - 1 - offset
+
+
+@dataclass(frozen=True)
+class AlignedBlock:
+    """One matching region of a region, in record coordinates (what dnadiff calls an alignment).
+
+    Attributes
+    ----------
+    region : str
+        Id of the region it belongs to.
+    query_id, target_id, strand : str
+        As in :class:`Region`.
+    query_start, query_end, target_start, target_end : int
+        Forward strand.
+    cigar : Cigar
+        Along the reference; on ``'-'`` it reads the reverse-complemented contig.
+    """
+
+    region: str
+    query_id: str
+    target_id: str
+    strand: str
+    query_start: int
+    query_end: int
+    target_start: int
+    target_end: int
+    cigar: Cigar
+
+    @property
+    def matches(self) -> int:
+        """Identical columns."""
+        return sum(n for n, op in self.cigar.runs if op == "=")
+
+    @property
+    def columns(self) -> int:
+        """Alignment columns."""
+        return self.cigar.columns()
+
+    @property
+    def identity(self) -> float:
+        """Identical columns / columns, in percent."""
+        return 100.0 * self.matches / self.columns if self.columns else 0.0
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One structural difference (an event).
+
+    Attributes
+    ----------
+    id : str
+        ``E1``, ``E2``, ... in report order (sorted by reference record and position).
+    kind : str
+        One of :data:`EVENT_KINDS`.
+    query_id : str
+        Contig.
+    query_start, query_end : int
+        The event's bases in the contig (equal for a deletion: the junction).
+    target_id : str
+        Reference record.
+    target_start, target_end : int
+        The event's bases in the reference (equal for an insertion: the junction). For a
+        relocation or translocation: where the block comes from.
+    orientation : str
+        ``'-'`` when the event's contig bases read the reverse complement of its reference
+        bases relative to their surroundings (an inversion), else ``'+'``.
+    region : str
+        The region in which it was seen (the home region of the contig).
+    aligned_by : str
+        The region aligning the event's bases (inversions, relocations, translocations),
+        else ``''``.
+    identity : float
+        Identity (percent) of that region's matching regions; 0 when none.
+    inserted_at : int
+        For a relocation found from a deletion and an insertion: the reference position of
+        the insertion (where the block went); else -1.
+    """
+
+    id: str
+    kind: str
+    query_id: str
+    query_start: int
+    query_end: int
+    target_id: str
+    target_start: int
+    target_end: int
+    orientation: str
+    region: str
+    aligned_by: str = ""
     identity: float = 0.0
-    partner: int = -1
+    inserted_at: int = -1
 
     @property
     def query_span(self) -> int:
-        """Query bases in the block."""
+        """Contig bases of the event."""
         return self.query_end - self.query_start
 
     @property
     def target_span(self) -> int:
-        """Reference bases in the block."""
+        """Reference bases of the event."""
         return self.target_end - self.target_start
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A SNP or a small indel inside a matching region, on the reference's forward strand.
+
+    Attributes
+    ----------
+    target_id : str
+        Reference record.
+    target_pos : int
+        0-based reference position of the first reference base of ``ref`` (a SNP or
+        deletion), or of the base after which the insertion lies plus one (an insertion
+        lies before ``target_pos``).
+    ref, alt : str
+        Reference and contig bases (``''`` for the missing side of an indel); the contig
+        bases are read on the reference's strand.
+    query_id : str
+        Contig.
+    query_pos : int
+        0-based forward-strand contig position of the first contig base (SNP, insertion), or
+        of the contig base next to a deletion.
+    strand : str
+        Strand of the region (``'-'``: the contig is reverse complemented there).
+    region : str
+        Region id.
+    buffer : int
+        Matching columns to the nearest other SNP, indel or end of its matching region
+        (dnadiff's ``[BUFF]``; a SNP with ``buffer >= 20`` is one of its "good" SNPs).
+    """
+
+    target_id: str
+    target_pos: int
+    ref: str
+    alt: str
+    query_id: str
+    query_pos: int
+    strand: str
+    region: str
+    buffer: int
+
+    @property
+    def kind(self) -> str:
+        """``'snp'``, ``'insertion'`` or ``'deletion'``."""
+        if self.ref and self.alt:
+            return "snp"
+        return "insertion" if self.alt else "deletion"
 
 
 @dataclass
 class GenomeComparison:
-    """Totals of a genome comparison (bases unless noted).
+    """Everything a comparison found.
 
     Attributes
     ----------
-    query_records, target_records : int
-        Records in each genome.
-    query_bases, target_bases : int
-        Residues in each genome.
-    aligned_query_records, aligned_target_records : int
-        Records with at least one matching region.
-    aligned_query_bases, aligned_target_bases : int
-        Residues inside matching regions.
-    matching_regions : int
-        Number of matching regions.
-    columns, identical_columns : int
-        Alignment columns of the matching regions, and those with identical residues.
-    snps : int
-        Mismatch columns (``X``).
-    indels, indel_bases : int
-        Gap runs (``I`` or ``D``) inside matching regions, and their columns.
+    query_lengths, target_lengths : dict of str to int
+        Every record of each genome, in file order.
+    placements : list of Alignment
+        The local placements the regions were built from.
+    regions : list of Region
+    blocks : list of AlignedBlock
+        Matching regions of every region (nested ones included), sorted by reference record
+        order and position.
     differences : list of Difference
-        Every difference block, classified, in alignment order.
+    variants : list of Variant
+        SNPs and indels, sorted by reference record order and position.
     """
 
-    query_records: int = 0
-    target_records: int = 0
-    query_bases: int = 0
-    target_bases: int = 0
-    aligned_query_records: int = 0
-    aligned_target_records: int = 0
-    aligned_query_bases: int = 0
-    aligned_target_bases: int = 0
-    matching_regions: int = 0
-    columns: int = 0
-    identical_columns: int = 0
-    snps: int = 0
-    indels: int = 0
-    indel_bases: int = 0
+    query_lengths: dict
+    target_lengths: dict
+    placements: list = field(default_factory=list)
+    regions: list = field(default_factory=list)
+    blocks: list = field(default_factory=list)
     differences: list = field(default_factory=list)
-
-    @property
-    def identity(self) -> float:
-        """Identical columns / columns of the matching regions, in percent."""
-        return 100.0 * self.identical_columns / self.columns if self.columns else 0.0
+    variants: list = field(default_factory=list)
 
     def count(self, kind: str) -> tuple[int, int, int]:
-        """``(blocks, query bases, reference bases)`` of the differences of ``kind``."""
-        blocks = [d for d in self.differences if d.kind == kind]
-        return (len(blocks), sum(d.query_span for d in blocks), sum(d.target_span for d in blocks))
+        """``(events, contig bases, reference bases)`` of the differences of ``kind``."""
+        events = [d for d in self.differences if d.kind == kind]
+        return len(events), sum(d.query_span for d in events), sum(d.target_span for d in events)
 
 
-def _local_identity(query_codes, target_codes, scheme: ScoringScheme) -> tuple[float, float]:
-    """``(coverage of the shorter sequence, identity)`` of the optimal local alignment."""
-    result = align_pair(query_codes, target_codes, scheme, "local")
-    if result.score <= 0:
-        return 0.0, 0.0
-    columns = result.cigar.columns()
-    identical = sum(n for n, op in result.cigar.runs if op == "=")
-    covered = min(result.query_end - result.query_start, result.target_end - result.target_start)
-    return covered / min(len(query_codes), len(target_codes)), identical / columns
+def place_contigs(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
+                  backend: str = "cpu", evalue: float = 1e-5, threads: int | None = None,
+                  device: int = 0) -> list[Alignment]:
+    """Local placement of every contig: the pieces the regions are built from.
+
+    Every significant local alignment of each contig on any reference record and strand,
+    non-overlapping on the contig (:func:`gpualign_plugin.pairwise.api.place_local`, E-value
+    cutoff ``evalue``): the primary and supplementary records. Close secondary placements
+    (another copy of the same piece) are left out: a region per piece of contig.
+    """
+    placed = place_local(queries, targets, scheme, backend=backend, evalue=evalue,
+                         strands="both", threads=threads, device=device)
+    return [a for a in placed if a.is_primary or a.is_supplementary]
 
 
-def compare_genomes(alignments, queries: dict, targets: dict, scheme: ScoringScheme,
-                    min_event: int = 50, min_identity: float = 0.8,
-                    min_coverage: float = 0.5) -> GenomeComparison:
-    """Summarise syntenic alignments of a query genome against a reference genome.
+def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
+                    placements: list[Alignment] | None = None, block_penalty: int | None = None,
+                    min_event: int = 50, min_identity: float = 0.8, min_coverage: float = 0.5,
+                    backend: str = "cpu", device: int = 0, evalue: float = 1e-5,
+                    threads: int | None = None) -> GenomeComparison:
+    """Compare an assembly with a reference (see the module notes).
 
     Parameters
     ----------
-    alignments : iterable of SyntenicAlignment
-        One per compared record pair (ids must be keys of ``queries`` / ``targets``).
-    queries, targets : dict of str to Sequence
-        Every record of the query genome and of the reference (records without an
-        alignment count as unaligned).
+    queries, targets : list of Sequence
+        Contigs of the assembly and records of the reference (DNA scheme).
     scheme : ScoringScheme
-        DNA scoring used for the local alignments that test inversions and relocations.
+        DNA scoring of placements, syntenic alignments and event tests.
+    placements : list of Alignment, optional
+        Local placements of the contigs; computed with :func:`place_contigs` when omitted.
+    block_penalty : int, optional
+        Syntenic block penalty; default :func:`default_block_penalty`.
     min_event : int
-        Blocks with fewer bases than this on a side count as empty on that side.
+        A side of a difference block shorter than this (bases) counts as empty.
     min_identity, min_coverage : float
-        What an inversion or relocation test must reach (fractions, see module notes).
+        What an inversion or relocation test must reach (fractions).
+    backend, device
+        ``'cpu'`` or ``'gpu'`` (resolved) for placement and syntenic alignment; both give
+        the same comparison.
+    evalue, threads
+        Placement's cutoff and CPU threads.
 
     Returns
     -------
     GenomeComparison
     """
-    comparison = GenomeComparison(
-        query_records=len(queries), target_records=len(targets),
-        query_bases=sum(len(s.codes) for s in queries.values()),
-        target_bases=sum(len(s.codes) for s in targets.values()))
-    aligned_queries, aligned_targets = set(), set()
-    for alignment in alignments:
-        _add_alignment(comparison, alignment, queries, targets, scheme, min_event, min_identity,
-                       min_coverage, aligned_queries, aligned_targets)
-    comparison.aligned_query_records = len(aligned_queries)
-    comparison.aligned_target_records = len(aligned_targets)
-    _pair_relocations(comparison, queries, targets, scheme, min_identity, min_coverage)
+    if placements is None:
+        placements = place_contigs(queries, targets, scheme, backend=backend, evalue=evalue,
+                                   threads=threads, device=device)
+    penalty = default_block_penalty(scheme) if block_penalty is None else block_penalty
+    work = _Work(queries, targets, scheme, penalty, min_event, min_identity, min_coverage,
+                 backend, device)
+    mapped = [p for p in placements if p.target_id in work.targets and p.query_end > p.query_start]
+    for query in queries:
+        pieces = [p for p in mapped if p.query_id == query.id]
+        if pieces:
+            work.add_contig(query, pieces)
+    work.find_differences()
+    comparison = GenomeComparison({q.id: len(q) for q in queries}, {t.id: len(t) for t in targets},
+                                  list(placements), work.regions)
+    rank = {t.id: k for k, t in enumerate(targets)}
+    comparison.blocks = sorted(work.blocks, key=lambda b: (rank[b.target_id], b.target_start,
+                                                           b.target_end, b.query_id, b.query_start))
+    comparison.differences = [_renumber(d, k) for k, d in enumerate(sorted(
+        work.events, key=lambda d: (rank[d.target_id], d.target_start, d.target_end, d.query_id,
+                                    d.query_start, EVENT_KINDS.index(d.kind))), start=1)]
+    comparison.variants = sorted(
+        (v for region in work.regions for v in _variants(region, work)),
+        key=lambda v: (rank[v.target_id], v.target_pos, v.query_id, v.query_pos, v.alt))
     return comparison
 
 
-def _add_alignment(comparison: GenomeComparison, alignment: SyntenicAlignment, queries, targets,
-                   scheme, min_event, min_identity, min_coverage, aligned_queries,
-                   aligned_targets) -> None:
-    query = queries[alignment.query_id].codes
-    target = targets[alignment.target_id].codes
-    for block in alignment.blocks:
-        if block.kind == "match":
-            comparison.matching_regions += 1
-            aligned_queries.add(alignment.query_id)
-            aligned_targets.add(alignment.target_id)
-            comparison.aligned_query_bases += block.query_span
-            comparison.aligned_target_bases += block.target_span
-            for length, op in block.cigar.runs:
-                comparison.columns += length
-                if op == "=":
-                    comparison.identical_columns += length
-                elif op == "X":
-                    comparison.snps += length
-                else:
-                    comparison.indels += 1
-                    comparison.indel_bases += length
-            continue
-        has_query = block.query_span >= min_event
-        has_target = block.target_span >= min_event
-        identity = 0.0
-        if has_query and has_target:
-            coverage, identity = _local_identity(
-                query[block.query_start:block.query_end],
-                reverse_complement_codes(target[block.target_start:block.target_end]), scheme)
-            kind = "inversion" if coverage >= min_coverage and identity >= min_identity \
-                else "replacement"
-            if kind == "replacement":
-                identity = 0.0
-        elif has_query:
-            kind = "insertion"
-        elif has_target:
-            kind = "deletion"
-        else:
-            kind = "small"
-        comparison.differences.append(Difference(
-            alignment.query_id, alignment.target_id, kind, block.query_start, block.query_end,
-            block.target_start, block.target_end, identity))
+def _renumber(difference: Difference, number: int) -> Difference:
+    values = dict(difference.__dict__)
+    values["id"] = f"E{number}"
+    return Difference(**values)
 
 
-def _pair_relocations(comparison: GenomeComparison, queries, targets, scheme, min_identity,
-                      min_coverage) -> None:
-    differences = comparison.differences
-    deletions = sorted((i for i, d in enumerate(differences) if d.kind == "deletion"),
-                       key=lambda i: (differences[i].target_id, differences[i].target_start))
-    paired: set[int] = set()
-    for index, insertion in enumerate(differences):
-        if insertion.kind != "insertion":
-            continue
-        inserted = queries[insertion.query_id].codes[insertion.query_start:insertion.query_end]
-        for other in deletions:
-            if other in paired:
+def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
+    """Split one contig's placements into collinear chains, heaviest first.
+
+    A chain holds placements on one target record and one strand whose contig and
+    reference intervals run in the same order (reversed on the reference for ``'-'``),
+    consecutive ones overlapping by at most :data:`CHAIN_OVERLAP` reference bases. The
+    heaviest chain (most contig bases; ties: the one with the first placement in the
+    given order) is taken first, then the heaviest of the rest, and so on. Each chain is
+    sorted by contig position.
+    """
+    left = list(pieces)
+    chains = []
+    while left:
+        best: list[Alignment] = []
+        best_weight = -1
+        for key in dict.fromkeys((p.target_id, p.strand) for p in left):
+            group = sorted((p for p in left if (p.target_id, p.strand) == key),
+                           key=lambda p: (p.query_start, p.query_end))
+            chain, weight = _heaviest_chain(group)
+            if weight > best_weight:
+                best, best_weight = chain, weight
+        chains.append(best)
+        taken = {id(p) for p in best}
+        left = [p for p in left if id(p) not in taken]
+    return chains
+
+
+def _heaviest_chain(group: list[Alignment]) -> tuple[list[Alignment], int]:
+    """Heaviest collinear chain of placements on one target and strand (sorted by contig)."""
+    weight = [p.query_end - p.query_start for p in group]
+    total = list(weight)
+    previous = [-1] * len(group)
+    for j, b in enumerate(group):
+        for i in range(j):
+            a = group[i]
+            if a.query_end > b.query_start + CHAIN_OVERLAP:
                 continue
-            deletion = differences[other]
-            deleted = targets[deletion.target_id].codes[deletion.target_start:deletion.target_end]
-            coverage, identity = _local_identity(inserted, deleted, scheme)
-            if coverage >= min_coverage and identity >= min_identity:
-                paired.add(other)
-                differences[index] = _relocated(insertion, identity, other)
-                differences[other] = _relocated(deletion, identity, index)
-                break
+            if b.strand == "+":
+                follows = b.target_start >= a.target_end - CHAIN_OVERLAP and \
+                    b.target_end > a.target_end
+            else:
+                follows = b.target_end <= a.target_start + CHAIN_OVERLAP and \
+                    b.target_start < a.target_start
+            if follows and total[i] + weight[j] > total[j]:
+                total[j], previous[j] = total[i] + weight[j], i
+    end = max(range(len(group)), key=lambda k: (total[k], -k))
+    chain = []
+    while end >= 0:
+        chain.append(group[end])
+        end = previous[end]
+    return chain[::-1], max(total)
 
 
-def _relocated(difference: Difference, identity: float, partner: int) -> Difference:
-    return Difference(difference.query_id, difference.target_id, "relocation",
-                      difference.query_start, difference.query_end, difference.target_start,
-                      difference.target_end, identity, partner)
+class _Work:
+    """The regions, blocks and events of one comparison while they are being built."""
+
+    def __init__(self, queries, targets, scheme, block_penalty, min_event, min_identity,
+                 min_coverage, backend, device):
+        self.queries = {q.id: q for q in queries}
+        self.targets = {t.id: t for t in targets}
+        self.scheme = scheme
+        self.block_penalty = block_penalty
+        self.min_event = min_event
+        self.min_identity = min_identity
+        self.min_coverage = min_coverage
+        self.backend = backend
+        self.device = device
+        self.regions: list[Region] = []
+        self.blocks: list[AlignedBlock] = []
+        self.events: list[Difference] = []
+        self.extended: dict[str, tuple[bool, bool]] = {}
+
+    # -- regions --------------------------------------------------------------------------
+    def add_region(self, query_id, target_id, strand, query_start, query_end, target_start,
+                   target_end, role, parent="") -> Region:
+        """Align a contig piece to a reference window and keep the region and its blocks."""
+        piece = self.queries[query_id].codes[query_start:query_end]
+        if strand == "-":
+            piece = reverse_complement_codes(piece)
+        window = self.targets[target_id].codes[target_start:target_end]
+        alignment = syntenic_align(piece, window, self.scheme, self.block_penalty,
+                                   backend=self.backend, device=self.device)
+        region = Region(f"R{len(self.regions) + 1}", query_id, target_id, strand, query_start,
+                        query_end, target_start, target_end, alignment, role, parent)
+        self.regions.append(region)
+        for block in alignment.matching_regions:
+            qs, qe = region.query_interval(block.query_start, block.query_end)
+            self.blocks.append(AlignedBlock(region.id, query_id, target_id, strand, qs, qe,
+                                            target_start + block.target_start,
+                                            target_start + block.target_end, block.cigar))
+        return region
+
+    def add_contig(self, query: Sequence, pieces: list[Alignment]) -> None:
+        """Chain a contig's placements and align each chain (the first is the home)."""
+        chains = chain_placements(pieces)
+        home = None
+        for chain in chains:
+            first, last = chain[0], chain[-1]
+            target_length = len(self.targets[first.target_id])
+            q_start, q_end = first.query_start, last.query_end
+            if first.strand == "+":
+                t_start, t_end = first.target_start, last.target_end
+                room_start, room_end = t_start, target_length - t_end
+            else:
+                t_start, t_end = last.target_start, first.target_end
+                room_start, room_end = target_length - t_end, t_start
+            # Extend to the contig's ends where they are close and the reference goes on.
+            grow_start = q_start if q_start <= END_EXTENSION else 0
+            grow_start = min(grow_start, room_start)
+            grow_end = len(query) - q_end if len(query) - q_end <= END_EXTENSION else 0
+            grow_end = min(grow_end, room_end)
+            q_start -= grow_start
+            q_end += grow_end
+            if first.strand == "+":
+                t_start, t_end = t_start - grow_start, t_end + grow_end
+            else:
+                t_start, t_end = t_start - grow_end, t_end + grow_start
+            if home is None:
+                role = "home"
+            elif first.target_id != home.target_id:
+                role = "translocation"
+            elif first.strand != home.strand:
+                role = "inversion"
+            else:
+                role = "relocation"
+            region = self.add_region(query.id, first.target_id, first.strand, q_start, q_end,
+                                     t_start, t_end, role)
+            # Oriented ends: the first and last blocks of an extended side are not events.
+            oriented = (grow_start > 0, grow_end > 0) if first.strand == "+" \
+                else (grow_end > 0, grow_start > 0)
+            self.extended[region.id] = oriented
+            if home is None:
+                home = region
+            else:
+                self.events.append(Difference(
+                    "", role, query.id, q_start, q_end, region.target_id, t_start, t_end,
+                    "-" if role == "inversion" else "+", home.id, region.id,
+                    _identity(self.blocks, region.id)))
+
+    # -- differences ----------------------------------------------------------------------
+    def find_differences(self) -> None:
+        """Classify the difference blocks of every placement region, then pair relocations."""
+        query_cover = {}
+        target_cover = {}
+        for block in self.blocks:
+            query_cover.setdefault(block.query_id, []).append(
+                (block.query_start, block.query_end, block.region))
+            target_cover.setdefault(block.target_id, []).append(
+                (block.target_start, block.target_end, block.region))
+        insertions, deletions = [], []
+        for region in list(self.regions):
+            blocks = region.alignment.blocks
+            start_free, end_free = self.extended[region.id]
+            for index, block in enumerate(blocks):
+                if block.kind != "difference":
+                    continue
+                if (index == 0 and start_free) or (index == len(blocks) - 1 and end_free):
+                    continue
+                qs, qe = region.query_interval(block.query_start, block.query_end)
+                ts = region.target_start + block.target_start
+                te = region.target_start + block.target_end
+                query_left = _uncovered(qs, qe, query_cover.get(region.query_id, ()), region.id)
+                target_left = _uncovered(ts, te, target_cover.get(region.target_id, ()),
+                                         region.id)
+                self._note_insertion_point(region, qs, qe, ts)
+                has_query = query_left[2] >= self.min_event
+                has_target = target_left[2] >= self.min_event
+                if has_query and has_target:
+                    self._inversion_or_replacement(region, query_left, target_left)
+                elif has_query:
+                    insertions.append((region, query_left, ts))
+                elif has_target:
+                    deletions.append((region, target_left, qs if region.strand == "+" else qe))
+                elif max(qe - qs, te - ts) == max(query_left[2], target_left[2]):
+                    # Nothing of it aligned elsewhere: a cluster of point differences.
+                    self.events.append(Difference("", "small", region.query_id, qs, qe,
+                                                  region.target_id, ts, te, "+", region.id))
+        self._pair_relocations(insertions, deletions)
+
+    def _note_insertion_point(self, region, qs, qe, ts) -> None:
+        """Where a relocated chain of the same contig sits in ``region``'s reference window."""
+        for k, event in enumerate(self.events):
+            if (event.kind == "relocation" and event.region == region.id and event.inserted_at < 0
+                    and event.target_id == region.target_id
+                    and min(qe, event.query_end) - max(qs, event.query_start)
+                    >= min(self.min_event, event.query_span)):
+                values = dict(event.__dict__)
+                values["inserted_at"] = ts
+                self.events[k] = Difference(**values)
+
+    def _inversion_or_replacement(self, region, query_left, target_left) -> None:
+        qs, qe, _ = query_left
+        ts, te, _ = target_left
+        inverted = "-" if region.strand == "+" else "+"
+        if self._aligns(region.query_id, qs, qe, inverted, region.target_id, ts, te):
+            nested = self.add_region(region.query_id, region.target_id, inverted, qs, qe, ts, te,
+                                     "inversion", region.id)
+            self.extended[nested.id] = (False, False)
+            self.events.append(Difference("", "inversion", region.query_id, qs, qe,
+                                          region.target_id, ts, te, "-", region.id, nested.id,
+                                          _identity(self.blocks, nested.id)))
+        else:
+            self.events.append(Difference("", "replacement", region.query_id, qs, qe,
+                                          region.target_id, ts, te, "+", region.id))
+
+    def _pair_relocations(self, insertions, deletions) -> None:
+        """Pair each insertion with the first unpaired deletion (reference order) it aligns to."""
+        deletions.sort(key=lambda item: (item[0].target_id, item[1][0]))
+        paired = set()
+        for region, (qs, qe, _), junction in insertions:
+            found = False
+            for index, (other, (ts, te, _), _) in enumerate(deletions):
+                if index in paired or other.target_id not in self.targets:
+                    continue
+                for strand in (region.strand, "-" if region.strand == "+" else "+"):
+                    if self._aligns(region.query_id, qs, qe, strand, other.target_id, ts, te):
+                        paired.add(index)
+                        nested = self.add_region(region.query_id, other.target_id, strand, qs,
+                                                 qe, ts, te, "relocation", region.id)
+                        self.extended[nested.id] = (False, False)
+                        self.events.append(Difference(
+                            "", "relocation", region.query_id, qs, qe, other.target_id, ts, te,
+                            "+" if strand == region.strand else "-", region.id, nested.id,
+                            _identity(self.blocks, nested.id),
+                            junction if other.target_id == region.target_id else -1))
+                        found = True
+                        break
+                if found:
+                    break
+            if not found:
+                self.events.append(Difference("", "insertion", region.query_id, qs, qe,
+                                              region.target_id, junction, junction, "+",
+                                              region.id))
+        for index, (region, (ts, te, _), junction) in enumerate(deletions):
+            if index not in paired:
+                self.events.append(Difference("", "deletion", region.query_id, junction,
+                                              junction, region.target_id, ts, te, "+",
+                                              region.id))
+
+    def _aligns(self, query_id, qs, qe, strand, target_id, ts, te) -> bool:
+        """Whether the contig piece (on ``strand``) aligns to the reference piece (module notes)."""
+        piece = self.queries[query_id].codes[qs:qe]
+        if strand == "-":
+            piece = reverse_complement_codes(piece)
+        window = self.targets[target_id].codes[ts:te]
+        result = align_pair(piece, window, self.scheme, "local")
+        if result.score <= 0:
+            return False
+        identical = sum(n for n, op in result.cigar.runs if op == "=")
+        covered = min(result.query_end - result.query_start, result.target_end - result.target_start)
+        return (covered >= self.min_coverage * min(len(piece), len(window))
+                and identical >= self.min_identity * result.cigar.columns())
+
+
+def _uncovered(start: int, end: int, cover, own: str) -> tuple[int, int, int]:
+    """``(first, end, bases)`` of ``[start, end)`` that no interval of another region covers."""
+    if end <= start:
+        return start, start, 0
+    free = np.ones(end - start, dtype=bool)
+    for s, e, region in cover:
+        if region != own and s < end and e > start:
+            free[max(s, start) - start:min(e, end) - start] = False
+    where = np.flatnonzero(free)
+    if not len(where):
+        return start, start, 0
+    return start + int(where[0]), start + int(where[-1]) + 1, int(len(where))
+
+
+def _identity(blocks: list[AlignedBlock], region_id: str) -> float:
+    """Identity (percent) over the matching regions of one region."""
+    mine = [b for b in blocks if b.region == region_id]
+    columns = sum(b.columns for b in mine)
+    return 100.0 * sum(b.matches for b in mine) / columns if columns else 0.0
+
+
+def _variants(region: Region, work: _Work):
+    """SNPs and indels of a region's matching regions, with dnadiff's buffer."""
+    letters = work.scheme.alphabet.letters
+    query = work.queries[region.query_id].codes[region.query_start:region.query_end]
+    if region.strand == "-":
+        query = reverse_complement_codes(query)
+    target = work.targets[region.target_id].codes
+    for block in region.alignment.matching_regions:
+        qi = block.query_start
+        ti = region.target_start + block.target_start
+        found = []  # (column, variant fields)
+        column = 0
+        for length, op in block.cigar.runs:
+            if op == "=":
+                qi += length
+                ti += length
+            elif op == "X":
+                for k in range(length):
+                    found.append((column + k, ti + k, letters[target[ti + k]],
+                                  letters[query[qi + k]], qi + k))
+                qi += length
+                ti += length
+            elif op == "D":
+                found.append((column, ti, "".join(letters[c] for c in target[ti:ti + length]), "",
+                              qi))
+                ti += length
+            else:
+                found.append((column, ti, "", "".join(letters[c] for c in query[qi:qi + length]),
+                              qi))
+                qi += length
+            column += length if op in "=XID" else 0
+        total = block.cigar.columns()
+        for k, (col, tpos, ref, alt, qpos) in enumerate(found):
+            before = col - (found[k - 1][0] + 1) if k else col
+            width = max(len(ref), len(alt)) if not (ref and alt) else 1
+            after = (found[k + 1][0] if k + 1 < len(found) else total) - (col + width)
+            if ref and not alt:
+                # A deletion has no contig base: name the next one (the previous one when the
+                # oriented contig runs backwards, so the position is on the forward strand).
+                query_pos = region.query_position(qpos) if region.strand == "+" else \
+                    region.query_position(qpos - 1) if qpos > 0 else region.query_position(0)
+            elif region.strand == "+":
+                query_pos = region.query_position(qpos)
+            else:
+                query_pos = region.query_position(qpos + max(1, len(alt)) - 1)
+            yield Variant(region.target_id, tpos, ref, alt, region.query_id, query_pos,
+                          region.strand, region.id, max(0, min(before, after)))

@@ -158,7 +158,7 @@ def test_lint_reports_nothing():
 def test_dry_run_plans_every_analysis(tmp_path):
     project = copy_project(tmp_path / "dry")
     result = snakemake(project, "-n", "--quiet", "rules")
-    for rule in ("split_genome", "syntenic", "genome_summary", "search_shard", "merge_search",
+    for rule in ("split_genome", "syntenic", "compare", "compare_table", "search_shard", "merge_search",
                  "split_triplets", "report_throughput", "report_hits"):
         assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), (rule, result.stdout)
     assert not os.path.exists(os.path.join(project, "results"))
@@ -213,15 +213,16 @@ def near(a: int, b: int, tolerance: int = 25) -> bool:
 
 
 @pytest.mark.parametrize("genome", ["strainA", "strainB"])
-def test_demo_synteny_finds_every_planted_event(demo, genome):
+def test_demo_comparison_finds_every_planted_event(demo, genome):
     events = planted(demo, genome)
-    differences = read_differences(
-        os.path.join(demo, "results", "syntenic", genome, f"{genome}.differences.tsv"))
+    results = os.path.join(demo, "results", "compare", genome)
+    differences = read_differences(os.path.join(results, f"{genome}.differences.tsv"))
 
     def found(kind, **coordinates):
         return [d for d in differences if d["kind"] == kind and all(
             near(d[key], value) for key, value in coordinates.items())]
 
+    assert len(differences) == 4, differences
     inversion = events["inversion"]
     assert found("inversion", target_start=inversion.ref_start, target_end=inversion.ref_end,
                  query_start=inversion.strain_start, query_end=inversion.strain_end)
@@ -230,24 +231,27 @@ def test_demo_synteny_finds_every_planted_event(demo, genome):
     insertion = events["insertion"]
     assert found("insertion", query_start=insertion.strain_start, query_end=insertion.strain_end)
     moved = events["transposition"]
-    # The moved block is a relocation pair: its origin on the reference, its new place
-    # in the strain.
-    assert found("relocation", target_start=moved.ref_start, target_end=moved.ref_end)
-    assert found("relocation", query_start=moved.strain_start, query_end=moved.strain_end)
+    # The moved block is one relocation: its place in the strain, its origin on the reference.
+    assert found("relocation", target_start=moved.ref_start, target_end=moved.ref_end,
+                 query_start=moved.strain_start, query_end=moved.strain_end)
     with open(os.path.join(demo, "results", "syntenic", genome, f"{genome}.blocks.tsv")) as handle:
         rows = [line.split("\t") for line in handle if not line.startswith("#")]
     assert {row[3] for row in rows} == {"match", "difference"}
-    summary = open(os.path.join(demo, "results", "syntenic", genome,
-                                f"{genome}.summary.txt")).read()
-    assert re.search(r"^Inversions\s+1\s", summary, re.M), summary
-    assert re.search(r"^Relocations\s+2\s", summary, re.M), summary
-    snps = int(re.search(r"^TotalSNPs\s+(\d+)", summary, re.M).group(1))
+    report = open(os.path.join(results, f"{genome}.report")).read()
+    for label in ("InversionEvents", "RelocationEvents", "InsertionEvents", "DeletionEvents"):
+        assert re.search(rf"^{label}\s+1\s+1$", report, re.M), report
+    snps = int(re.search(r"^TotalSNPs\s+(\d+)", report, re.M).group(1))
     planted_snps = sum(1 for line in open(os.path.join(
-        demo, "resources", "genomes", f"{genome}.truth.tsv")) if "\tsubstitution\t" in line)
-    # SNPs inside the difference blocks are not counted; most planted ones are aligned.
-    assert 0.6 * planted_snps <= snps <= 1.1 * planted_snps
+        demo, "resources", "genomes", f"{genome}.truth.tsv"))
+        if "\tsubstitution\t" in line and "\t-1\t" not in line)
+    # Every planted substitution with a reference position, inverted and moved blocks included.
+    assert 0.98 * planted_snps <= snps <= 1.01 * planted_snps, (snps, planted_snps)
+    subprocess.run(["bcftools", "view", "-H", os.path.join(results, f"{genome}.vcf")],
+                   check=True, capture_output=True)
+    for name in (f"{genome}.bam", f"{genome}.dotplot.png", f"{genome}.differences.html"):
+        assert os.path.getsize(os.path.join(results, name)) > 0
     for name in (f"{genome}.query.bed", f"{genome}.target.bed", f"{genome}.paf",
-                 f"{genome}.dotplot.png", f"{genome}.genome.dotplot.png"):
+                 f"{genome}.dotplot.png"):
         assert os.path.getsize(os.path.join(demo, "results", "syntenic", genome, name)) > 0
 
 
@@ -298,9 +302,9 @@ def test_demo_report_holds_tables_and_figures(demo):
     report = os.path.join(demo, "results", "report.html")
     assert os.path.getsize(report) > 10000
     text = open(report, encoding="utf-8", errors="replace").read()
-    for name in ("strainA.genome.dotplot.png", "strainB.genome.dotplot.png", "identity.png",
-                 "throughput.html",
-                 "top_hits.html", "strainA.summary.txt"):
+    for name in ("strainA.dotplot.png", "strainB.dotplot.png", "identity.png",
+                 "throughput.html", "strainA.differences.html",
+                 "top_hits.html", "strainA.report"):
         assert name in text, name
     with open(os.path.join(demo, "results", "report", "throughput.tsv")) as handle:
         header = handle.readline().rstrip("\n").split("\t")
@@ -357,9 +361,10 @@ def test_syntenic_pairs_records_by_best_pairwise_hit(tmp_path):
     with open(os.path.join(results, "smallq.blocks.tsv")) as handle:
         aligned = {tuple(line.split("\t")[:2]) for line in handle if not line.startswith("#")}
     assert aligned == {(name, "chrT") for name, _ in pairs}
-    summary = open(os.path.join(results, "smallq.summary.txt")).read()
+    compared = os.path.join(project, "results", "compare", "smallq")
+    summary = open(os.path.join(compared, "smallq.report")).read()
     assert re.search(r"^AlignedSeqs\s+1\(100.00%\)\s+4\(100.00%\)", summary, re.M), summary
-    assert os.path.getsize(os.path.join(results, "smallq.genome.dotplot.png")) > 0
+    assert os.path.getsize(os.path.join(compared, "smallq.dotplot.png")) > 0
 
 
 def test_killed_run_restarts_to_the_same_outputs(small_runs, tmp_path):

@@ -236,6 +236,7 @@ def alignment_stats(wildcards):
             )
     if analyses["syntenic"]:
         stats += expand("results/stats/syntenic/{genome}.json", genome=QUERIES)
+        stats += expand("results/stats/compare/{genome}.json", genome=QUERIES)
     if analyses["search"]:
         stats += expand(
             "results/stats/search/{shard}.json",
@@ -277,8 +278,18 @@ def all_outputs():
                 "query.bed",
                 "target.bed",
                 "paf",
-                "genome.dotplot.png",
-                "summary.txt",
+            ],
+        )
+        outputs += expand(
+            "results/compare/{genome}/{genome}.{ext}",
+            genome=QUERIES,
+            ext=[
+                "report",
+                "bam",
+                "vcf",
+                "differences.tsv",
+                "differences.html",
+                "dotplot.png",
             ],
         )
     if analyses["search"]:

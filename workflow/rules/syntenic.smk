@@ -1,5 +1,5 @@
-# Each query genome against the reference: syntenic alignment (matching regions and
-# difference blocks), then a genome-comparison summary in the spirit of MUMmer's dnadiff.
+# Each query genome against the reference: syntenic alignment of record pairs (matching
+# regions and difference blocks). The genome comparison itself is rules/compare.smk.
 # Records are paired by name, or (syntenic.pairing: best_hit) by their primary pairwise hit.
 # Each syntenic job asks for a GPU (unless `backend: cpu`) like the pairwise jobs.
 
@@ -69,64 +69,3 @@ rule syntenic:
         "{params.gpualign} {params.gpu_slot} syntenic --query {input.query:q} --target {input.reference:q} "
         "--out-prefix {params.prefix:q} {params.pairs} {params.block_penalty} {params.scoring} "
         "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
-
-
-rule genome_summary:
-    input:
-        blocks="results/syntenic/{genome}/{genome}.blocks.tsv",
-        query=lambda wildcards: genome_fasta(wildcards.genome),
-        reference=genome_fasta(REFERENCE),
-    output:
-        summary=report(
-            "results/syntenic/{genome}/{genome}.summary.txt",
-            category="Synteny",
-            subcategory="{genome}",
-            caption="../report/summary.rst",
-            labels={"genome": "{genome}", "table": "genome comparison"},
-        ),
-        differences="results/syntenic/{genome}/{genome}.differences.tsv",
-    log:
-        "logs/genome_summary/{genome}.log",
-    benchmark:
-        "benchmarks/genome_summary/{genome}.tsv"
-    conda:
-        "../envs/gpualign.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-    params:
-        gpualign=GPUALIGN,
-        scoring=scoring_options("syntenic"),
-    shell:
-        "{params.gpualign} genome-summary --blocks {input.blocks:q} --query {input.query:q} "
-        "--target {input.reference:q} {params.scoring} --out {output.summary:q} "
-        "--differences {output.differences:q} 2> {log:q}"
-
-
-rule genome_dotplot:
-    input:
-        paf="results/syntenic/{genome}/{genome}.paf",
-        differences="results/syntenic/{genome}/{genome}.differences.tsv",
-        query=lambda wildcards: genome_fasta(wildcards.genome),
-        reference=genome_fasta(REFERENCE),
-    output:
-        png=report(
-            "results/syntenic/{genome}/{genome}.genome.dotplot.png",
-            category="Synteny",
-            subcategory="{genome}",
-            caption="../report/dotplot.rst",
-            labels={"genome": "{genome}", "figure": "dot plot"},
-        ),
-    log:
-        "logs/genome_dotplot/{genome}.log",
-    benchmark:
-        "benchmarks/genome_dotplot/{genome}.tsv"
-    conda:
-        "../envs/gpualign.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-    params:
-        kind="dotplot",
-    script:
-        "../scripts/report_tables.py"

@@ -7,7 +7,8 @@ change when the rules are imported as a module):
 ``bam_stats`` (each query genome's BAM -> samtools-stats-like figures, TSV and HTML),
 ``hits`` (merged BLAST tabular hits -> HTML table),
 ``three_way`` (the merged MAF -> one row per block, TSV and HTML) and
-``dotplot`` (syntenic PAF + classified differences -> genome-vs-genome dot plot). Values are
+``differences`` (``gpualign compare``'s differences table -> a sortable HTML table; the
+genome dot plot is ``gpualign compare``'s own). Values are
 copied from files the jobs wrote, or counted from them (the BAM figures by
 gpualign_plugin.io.bam_stats); nothing is aligned here.
 """
@@ -24,7 +25,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from gpualign_plugin.io.atomic import atomic_path, atomic_text  # noqa: E402
 from gpualign_plugin.io.bam_stats import bam_statistics  # noqa: E402
-from gpualign_plugin.io.fasta import iter_fasta_text  # noqa: E402
 from gpualign_plugin.io.maf import read_maf  # noqa: E402
 from gpualign_plugin.io.paf import read_paf  # noqa: E402
 
@@ -140,57 +140,38 @@ def hits(snakemake):
         handle.write(html_table("Top hits of each query (BLAST tabular)", BLAST_COLUMNS, rows))
 
 
-def record_offsets(path):
-    """``{record: offset}`` of each record laid end to end in file order, and the total."""
-    offsets, total = {}, 0
-    for name, _, text in iter_fasta_text(path):
-        offsets[name] = total
-        total += len(text)
-    return offsets, total
+SORT_SCRIPT = """<script>
+document.querySelectorAll('th').forEach(function (th, column) {
+  th.style.cursor = 'pointer';
+  th.title = 'click to sort';
+  th.addEventListener('click', function () {
+    var table = th.closest('table');
+    var rows = Array.from(table.querySelectorAll('tr')).slice(1);
+    var up = th.dataset.order !== 'up';
+    th.dataset.order = up ? 'up' : 'down';
+    rows.sort(function (a, b) {
+      var x = a.children[column].textContent, y = b.children[column].textContent;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var order = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y) : nx - ny;
+      return up ? order : -order;
+    });
+    rows.forEach(function (row) { table.appendChild(row); });
+  });
+});
+</script>"""
 
 
-def dotplot(snakemake):
-    query_offsets, query_total = record_offsets(snakemake.input.query)
-    target_offsets, target_total = record_offsets(snakemake.input.reference)
-    figure, axis = plt.subplots(figsize=(6.5, 6.5))
-    for offset in list(target_offsets.values())[1:]:
-        axis.axvline(offset, color="#bbbbbb", linewidth=0.6)
-    for offset in list(query_offsets.values())[1:]:
-        axis.axhline(offset, color="#bbbbbb", linewidth=0.6)
-    for row in read_paf(snakemake.input.paf):
-        q, t = query_offsets[row["qname"]], target_offsets[row["tname"]]
-        ys = (q + row["qstart"], q + row["qend"])
-        axis.plot((t + row["tstart"], t + row["tend"]),
-                  ys if row["strand"] == "+" else ys[::-1], color="#3b75af", linewidth=1.2)
+def differences(snakemake):
+    """The differences table of ``gpualign compare`` as an HTML table sorted by a click on a column."""
     with open(snakemake.input.differences, encoding="utf-8") as handle:
-        header = handle.readline().lstrip("#").rstrip("\n").split("\t")
-        differences = [dict(zip(header, line.rstrip("\n").split("\t"))) for line in handle]
-    for difference in differences:
-        q = query_offsets[difference["query_id"]]
-        t = target_offsets[difference["target_id"]]
-        if difference["kind"] == "inversion":
-            axis.plot((t + int(difference["target_start"]), t + int(difference["target_end"])),
-                      (q + int(difference["query_end"]), q + int(difference["query_start"])),
-                      color="#c0392b", linewidth=1.6)
-        elif difference["kind"] == "relocation" and int(difference["query_len"]) > 0:
-            # The inserted side of the pair: its query interval against its partner's
-            # reference interval (where the block came from).
-            partner = differences[int(difference["partner"])]
-            pt = target_offsets[partner["target_id"]]
-            axis.plot((pt + int(partner["target_start"]), pt + int(partner["target_end"])),
-                      (q + int(difference["query_start"]), q + int(difference["query_end"])),
-                      color="#27ae60", linewidth=1.6)
-    axis.set_xlim(0, target_total)
-    axis.set_ylim(0, query_total)
-    axis.set_xlabel(f"reference ({os.path.basename(snakemake.input.reference)}), bp")
-    axis.set_ylabel(f"{snakemake.wildcards.genome} ({os.path.basename(snakemake.input.query)}), bp")
-    axis.set_title(f"{snakemake.wildcards.genome} vs reference")
-    figure.tight_layout()
-    with atomic_path(snakemake.output.png, suffix=".png") as tmp:
-        figure.savefig(tmp, dpi=100)
-    plt.close(figure)
+        columns = handle.readline().lstrip("#").rstrip("\n").split("\t")
+        rows = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
+    page = html_table(f"Differences of {snakemake.wildcards.genome} (click a column to sort)",
+                      columns, rows)
+    with atomic_text(snakemake.output.html) as handle:
+        handle.write(page.replace("</body>", SORT_SCRIPT + "</body>"))
 
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (Snakemake's script global)
 {"throughput": throughput, "identity": identity, "hits": hits, "bam_stats": bam_stats,
- "three_way": three_way, "dotplot": dotplot}[snakemake.params.kind](snakemake)  # noqa: F821
+ "three_way": three_way, "differences": differences}[snakemake.params.kind](snakemake)  # noqa: F821

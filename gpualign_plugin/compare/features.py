@@ -1,0 +1,166 @@
+"""dnadiff's figures computed from a comparison's matching regions.
+
+MUMmer's ``dnadiff`` reports, besides sequences and bases, what ``show-diff`` says about
+the order of its alignments along each sequence: every pair of neighbouring alignments on a
+reference record (and on a query record) is a ``GAP`` (consistent neighbours), a ``JMP``
+(same other sequence and strand, out of order: a relocation), an ``INV`` (strand change:
+an inversion), a ``SEQ`` (another sequence: a translocation) or a ``BRK`` (the unaligned
+ends of a sequence). This module applies exactly those rules (``show-diff.cc`` of MUMmer
+4, no duplication features since our alignments never overlap on the contig) to the
+matching regions of a :class:`~gpualign_plugin.compare.api.GenomeComparison`, so that
+``Breakpoints``, ``Relocations``, ``Translocations``, ``Inversions``, ``Insertions`` and
+``TandemIns`` mean what they mean in a dnadiff report. Counting conventions are dnadiff's
+(``dnadiff`` 1.3, ``MakeReport``); see docs/COMPARE.md for every line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpualign_plugin.compare.api import AlignedBlock, GenomeComparison
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One ``show-diff`` feature between neighbouring alignments on one sequence.
+
+    Attributes
+    ----------
+    sequence : str
+        The record it lies on.
+    kind : str
+        ``'GAP'``, ``'JMP'``, ``'INV'``, ``'SEQ'`` or ``'BRK'``.
+    gap : int
+        Bases of this sequence between the two alignments (negative: they overlap).
+    other_gap : int
+        For ``GAP``: the bases between them on the other sequence; else 0.
+    """
+
+    sequence: str
+    kind: str
+    gap: int
+    other_gap: int = 0
+
+
+@dataclass
+class SideTotals:
+    """dnadiff's totals for one side (reference or query).
+
+    Attributes
+    ----------
+    sequences, aligned_sequences, bases, aligned_bases : int
+        Records, records with an alignment, bases, and the aligned bases (the bases of
+        the aligned records minus the positive gaps of the features, as dnadiff).
+    breakpoints : int
+        Alignment ends that are not sequence ends.
+    relocations, translocations, inversions : int
+        ``JMP``, ``SEQ`` and ``INV`` features.
+    insertions, insertion_sum : int
+        Features with a positive insertion (``GAP``: the larger of the gap and the gap
+        difference), and their bases.
+    tandem_insertions, tandem_sum : int
+        ``GAP`` features where both gaps are at most 0 and the difference is positive.
+    """
+
+    sequences: int = 0
+    aligned_sequences: int = 0
+    bases: int = 0
+    aligned_bases: int = 0
+    breakpoints: int = 0
+    relocations: int = 0
+    translocations: int = 0
+    inversions: int = 0
+    insertions: int = 0
+    insertion_sum: int = 0
+    tandem_insertions: int = 0
+    tandem_sum: int = 0
+
+
+def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feature]:
+    """The features ``show-diff -r`` (``side='target'``) or ``-q`` (``'query'``) would print.
+
+    Parameters
+    ----------
+    blocks : list of AlignedBlock
+        The alignments.
+    lengths : dict of str to int
+        Lengths of the records of ``side`` (every record, file order).
+    side : str
+        ``'target'`` (features along reference records) or ``'query'``.
+    """
+    other = "query" if side == "target" else "target"
+    features = []
+    for name, length in lengths.items():
+        mine = [b for b in blocks if getattr(b, f"{side}_id") == name]
+        if not mine:
+            continue
+        # show-diff's stpc: rank of each alignment ordered by (other sequence, its position).
+        order = sorted(range(len(mine)), key=lambda k: (getattr(mine[k], f"{other}_id"),
+                                                        getattr(mine[k], f"{other}_start"),
+                                                        getattr(mine[k], f"{other}_end")))
+        rank = {k: r for r, k in enumerate(order)}
+        walk = sorted(range(len(mine)), key=lambda k: (getattr(mine[k], f"{side}_start"),
+                                                       getattr(mine[k], f"{side}_end"),
+                                                       rank[k]))
+        previous = None
+        previous_end = 0
+        for k in walk:
+            a = mine[k]
+            start = getattr(a, f"{side}_start")
+            gap = start - previous_end
+            if previous is None:
+                if gap > 0:
+                    features.append(Feature(name, "BRK", gap))
+            else:
+                p = mine[previous]
+                if getattr(a, f"{other}_id") == getattr(p, f"{other}_id"):
+                    slope = 1 if p.strand == "+" else -1
+                    if a.strand != p.strand or rank[k] != rank[previous] + slope:
+                        features.append(Feature(name, "JMP" if a.strand == p.strand else "INV",
+                                                gap))
+                    else:
+                        if a.strand == "+":
+                            other_gap = getattr(a, f"{other}_start") - getattr(p, f"{other}_end")
+                        else:
+                            other_gap = getattr(p, f"{other}_start") - getattr(a, f"{other}_end")
+                        features.append(Feature(name, "GAP", gap, other_gap))
+                else:
+                    features.append(Feature(name, "SEQ", gap))
+            previous = k
+            previous_end = getattr(a, f"{side}_end")
+        if length - previous_end > 0:
+            features.append(Feature(name, "BRK", length - previous_end))
+    return features
+
+
+def side_totals(comparison: GenomeComparison, side: str) -> SideTotals:
+    """dnadiff's [Sequences], [Bases] and [Feature Estimates] figures of one side.
+
+    ``side`` is ``'target'`` (dnadiff's [REF] column) or ``'query'`` ([QRY]).
+    """
+    lengths = comparison.target_lengths if side == "target" else comparison.query_lengths
+    blocks = comparison.blocks
+    totals = SideTotals(sequences=len(lengths), bases=sum(lengths.values()))
+    aligned = {getattr(b, f"{side}_id") for b in blocks}
+    totals.aligned_sequences = len(aligned)
+    totals.aligned_bases = sum(lengths[name] for name in aligned)
+    for b in blocks:
+        start, end = getattr(b, f"{side}_start"), getattr(b, f"{side}_end")
+        totals.breakpoints += (start != 0) + (end != lengths[getattr(b, f"{side}_id")])
+    for feature in show_diff(blocks, lengths, side):
+        inserted = feature.gap
+        if feature.kind == "GAP":
+            difference = feature.gap - feature.other_gap
+            inserted = max(inserted, difference)
+            if feature.gap <= 0 and feature.other_gap <= 0 and difference > 0:
+                totals.tandem_insertions += 1
+                totals.tandem_sum += difference
+        if feature.gap > 0:
+            totals.aligned_bases -= feature.gap
+        if inserted > 0:
+            totals.insertions += 1
+            totals.insertion_sum += inserted
+        totals.inversions += feature.kind == "INV"
+        totals.relocations += feature.kind == "JMP"
+        totals.translocations += feature.kind == "SEQ"
+    return totals

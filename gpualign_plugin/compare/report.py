@@ -1,0 +1,182 @@
+"""The comparison's text outputs: a dnadiff-layout report and the table of differences.
+
+The report has ``dnadiff``'s layout and row labels (a label, then the [REF] column, then
+the [QRY] column, ``%-15s %20s %20s``), so scripts written for dnadiff reports read it;
+docs/COMPARE.md explains every line and where ours differs. Rows dnadiff does not have are
+added under labels it does not use (``IndelEvents``, the ``[Events]`` section).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gpualign_plugin.compare.api import EVENT_KINDS, GenomeComparison
+from gpualign_plugin.compare.features import side_totals
+from gpualign_plugin.io.vcf import VcfRecord
+
+GOOD_BUFFER = 20
+"""dnadiff's ``$SNPBuff``: a SNP or indel this far (columns) from any other is "good"."""
+
+DIFFERENCE_COLUMNS = ("id", "kind", "query_id", "query_start", "query_end", "query_len",
+                      "target_id", "target_start", "target_end", "target_len", "orientation",
+                      "region", "aligned_by", "identity_pct", "inserted_at")
+"""Columns of the differences table, in order (documented in docs/COMPARE.md)."""
+
+BASES = "ACGT"
+
+
+def _row(label: str, ref, query) -> str:
+    return f"{label:<15} {ref:>20} {query:>20}"
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{part:>10d}({100.0 * part / whole if whole else 0.0:.2f}%)"
+
+
+def _average(total: float, count: int) -> str:
+    return f"{total / count if count else 0.0:.2f}"
+
+
+def format_report(comparison: GenomeComparison, reference_path: str, query_path: str) -> str:
+    """The report text (see the module notes and docs/COMPARE.md)."""
+    ref, qry = side_totals(comparison, "target"), side_totals(comparison, "query")
+    blocks = comparison.blocks
+    lines = [f"{reference_path} {query_path}", "GPUALIGN", "", _row("", "[REF]", "[QRY]"),
+             "[Sequences]",
+             _row("TotalSeqs", ref.sequences, qry.sequences),
+             _row("AlignedSeqs", _percent(ref.aligned_sequences, ref.sequences),
+                  _percent(qry.aligned_sequences, qry.sequences)),
+             _row("UnalignedSeqs", _percent(ref.sequences - ref.aligned_sequences, ref.sequences),
+                  _percent(qry.sequences - qry.aligned_sequences, qry.sequences)),
+             "", "[Bases]",
+             _row("TotalBases", ref.bases, qry.bases),
+             _row("AlignedBases", _percent(ref.aligned_bases, ref.bases),
+                  _percent(qry.aligned_bases, qry.bases)),
+             _row("UnalignedBases", _percent(ref.bases - ref.aligned_bases, ref.bases),
+                  _percent(qry.bases - qry.aligned_bases, qry.bases)),
+             "", "[Alignments]"]
+    ref_length = sum(b.target_end - b.target_start for b in blocks)
+    qry_length = sum(b.query_end - b.query_start for b in blocks)
+    weighted = sum(b.identity / 100.0 * (b.target_end - b.target_start + b.query_end - b.query_start)
+                   for b in blocks)
+    identity = f"{100.0 * weighted / (ref_length + qry_length) if blocks else 0.0:.2f}"
+    # Our alignments never overlap on a contig: the 1-to-1 and M-to-M sets are the same.
+    for label in ("1-to-1", "M-to-M"):
+        lines += [_row(label, len(blocks), len(blocks)),
+                  _row("TotalLength", ref_length, qry_length),
+                  _row("AvgLength", _average(ref_length, len(blocks)),
+                       _average(qry_length, len(blocks))),
+                  _row("AvgIdentity", identity, identity), ""]
+    lines += ["[Feature Estimates]",
+              _row("Breakpoints", ref.breakpoints, qry.breakpoints),
+              _row("Relocations", ref.relocations, qry.relocations),
+              _row("Translocations", ref.translocations, qry.translocations),
+              _row("Inversions", ref.inversions, qry.inversions), "",
+              _row("Insertions", ref.insertions, qry.insertions),
+              _row("InsertionSum", ref.insertion_sum, qry.insertion_sum),
+              _row("InsertionAvg", _average(ref.insertion_sum, ref.insertions),
+                   _average(qry.insertion_sum, qry.insertions)), "",
+              _row("TandemIns", ref.tandem_insertions, qry.tandem_insertions),
+              _row("TandemInsSum", ref.tandem_sum, qry.tandem_sum),
+              _row("TandemInsAvg", _average(ref.tandem_sum, ref.tandem_insertions),
+                   _average(qry.tandem_sum, qry.tandem_insertions)), ""]
+    lines += ["[SNPs]"] + _snp_lines(comparison)
+    lines += ["", "[Events]"] + _event_lines(comparison) + [""]
+    return "\n".join(lines)
+
+
+def _snp_lines(comparison: GenomeComparison) -> list[str]:
+    """TotalSNPs, TotalGSNPs, TotalIndels (bases), TotalGIndels and IndelEvents, with dnadiff's rows."""
+    snps, good_snps, indels, good_indels = Counter(), Counter(), Counter(), Counter()
+    indel_events = 0
+    for variant in comparison.variants:
+        good = variant.buffer >= GOOD_BUFFER
+        if variant.kind == "snp":
+            snps[variant.ref.upper(), variant.alt.upper()] += 1
+            good_snps[variant.ref.upper(), variant.alt.upper()] += good
+            continue
+        indel_events += 1
+        # dnadiff counts indels in bases; a base of a longer indel has a neighbour 1 away.
+        for base in (variant.ref or variant.alt).upper():
+            key = (base, ".") if variant.ref else (".", base)
+            indels[key] += 1
+            good_indels[key] += good and len(variant.ref or variant.alt) == 1
+    lines = []
+    for label, counts in (("TotalSNPs", snps), ("TotalGSNPs", good_snps)):
+        total = sum(counts.values())
+        lines.append(_row(label, total, total))
+        for r in BASES:
+            for q in BASES:
+                if r != q:
+                    lines.append(_row(r + q, _percent(counts[r, q], total),
+                                      _percent(counts[q, r], total)))
+        lines.append("")
+    for label, counts in (("TotalIndels", indels), ("TotalGIndels", good_indels)):
+        total = sum(counts.values())
+        lines.append(_row(label, total, total))
+        for r in BASES:
+            lines.append(_row(r + ".", _percent(counts[r, "."], total),
+                              _percent(counts[".", r], total)))
+        for q in BASES:
+            lines.append(_row("." + q, _percent(counts[".", q], total),
+                              _percent(counts[q, "."], total)))
+        lines.append("")
+    lines.append(_row("IndelEvents", indel_events, indel_events))
+    return lines
+
+
+def _event_lines(comparison: GenomeComparison) -> list[str]:
+    """Our events: per kind the number of events, then their reference and contig bases."""
+    lines = []
+    for kind in EVENT_KINDS:
+        count, query_bases, target_bases = comparison.count(kind)
+        name = kind.capitalize()
+        lines += [_row(f"{name}Events", count, count),
+                  _row(f"{name}Bases", target_bases, query_bases)]
+    return lines
+
+
+def write_differences(handle, comparison: GenomeComparison) -> None:
+    """Write the differences table: a ``#`` header of :data:`DIFFERENCE_COLUMNS`, one row each."""
+    handle.write("#" + "\t".join(DIFFERENCE_COLUMNS) + "\n")
+    for d in comparison.differences:
+        row = (d.id, d.kind, d.query_id, d.query_start, d.query_end, d.query_span, d.target_id,
+               d.target_start, d.target_end, d.target_span, d.orientation, d.region,
+               d.aligned_by or ".", f"{d.identity:.2f}" if d.aligned_by else ".",
+               d.inserted_at if d.inserted_at >= 0 else ".")
+        handle.write("\t".join(str(value) for value in row) + "\n")
+
+
+VCF_INFO = [("QRY", "1", "String", "Contig carrying the variant"),
+            ("QPOS", "1", "Integer", "1-based forward-strand contig position of its first base "
+                                    "(an indel: the contig base next to it)"),
+            ("STRAND", "1", "String", "Strand of the contig in the region (-: reverse complemented)"),
+            ("REGION", "1", "String", "Region id of the differences table and report"),
+            ("BUFF", "1", "Integer", "Alignment columns to the nearest other SNP, indel or "
+                                     "alignment end (dnadiff's BUFF)")]
+"""INFO fields of the comparison's VCF."""
+
+
+def vcf_records(comparison: GenomeComparison, targets: dict) -> list[VcfRecord]:
+    """The SNPs and indels as VCF records, indels anchored on the reference base before them.
+
+    ``targets`` maps reference ids to :class:`~gpualign_plugin.scoring.Sequence`. An indel
+    at the very start of a record is anchored on the base after it, as VCF 4.2 says.
+    """
+    records = []
+    for v in comparison.variants:
+        text = targets[v.target_id].text
+        info = {"QRY": v.query_id, "QPOS": v.query_pos + 1, "STRAND": v.strand,
+                "REGION": v.region, "BUFF": v.buffer}
+        if v.kind == "snp":
+            records.append(VcfRecord(v.target_id, v.target_pos, v.ref, v.alt, info))
+            continue
+        end = v.target_pos + len(v.ref)
+        if v.target_pos > 0:
+            anchor = text[v.target_pos - 1].upper()
+            records.append(VcfRecord(v.target_id, v.target_pos - 1, anchor + v.ref,
+                                     anchor + v.alt, info))
+        else:
+            anchor = text[end].upper()
+            records.append(VcfRecord(v.target_id, 0, v.ref + anchor, v.alt + anchor, info))
+    return records

@@ -1,0 +1,125 @@
+"""``gpualign compare`` against MUMmer's dnadiff on a fragmented, rearranged assembly, and its files."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pysam
+import pytest
+
+from strains import fragments, simulated
+
+MAIN = [sys.executable, "-m", "gpualign_plugin.cli.main"]
+ROWS = ("TotalSeqs", "AlignedSeqs", "TotalBases", "AlignedBases", "Breakpoints", "Relocations",
+        "Translocations", "Inversions", "Insertions", "InsertionSum", "TotalSNPs", "TotalGSNPs",
+        "TotalIndels", "TotalGIndels")
+
+
+def report_rows(path) -> dict:
+    """``{label: (REF, QRY)}`` of a dnadiff-layout report (first occurrence of each label)."""
+    rows = {}
+    for line in open(path, encoding="utf-8"):
+        fields = line.split()
+        if len(fields) == 3 and fields[0] not in rows and not fields[0].startswith("["):
+            rows[fields[0]] = (fields[1], fields[2])
+    return rows
+
+
+def number(cell: str) -> float:
+    return float(re.match(r"[\d.]+", cell).group(0))
+
+
+def percent(cell: str) -> float:
+    return float(re.search(r"\(([\d.]+)%\)", cell).group(1))
+
+
+@pytest.fixture(scope="module")
+def assembly(tmp_path_factory):
+    """A rearranged strain cut into four contigs, every other one reversed, and our run on it."""
+    directory = tmp_path_factory.mktemp("compare")
+    reference, strain, events = simulated(5)
+    contigs, _ = fragments(strain, events, 5)
+    (directory / "ref.fa").write_text(f">ref\n{reference}\n")
+    (directory / "asm.fa").write_text("".join(f">{name}\n{text}\n" for name, text in contigs))
+    result = subprocess.run(MAIN + ["compare", "--query", str(directory / "asm.fa"), "--target",
+                                    str(directory / "ref.fa"), "--prefix", str(directory / "asm"),
+                                    "--backend", "cpu"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return directory
+
+
+@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+def test_report_agrees_with_dnadiff(assembly):
+    subprocess.run(["dnadiff", "-p", str(assembly / "dnadiff"), str(assembly / "ref.fa"),
+                    str(assembly / "asm.fa")], check=True, capture_output=True)
+    theirs = report_rows(assembly / "dnadiff.report")
+    ours = report_rows(assembly / "asm.report")
+    side_by_side = "\n".join(f"{label:15} dnadiff {theirs[label]}  gpualign {ours[label]}"
+                             for label in ROWS)
+    print("\n" + side_by_side)
+    for column in (0, 1):
+        assert abs(percent(ours["AlignedBases"][column])
+                   - percent(theirs["AlignedBases"][column])) <= 1.0, side_by_side
+        for label in ("TotalSeqs", "TotalBases", "Relocations", "Translocations", "Inversions"):
+            assert ours[label][column] == theirs[label][column], side_by_side
+    snps, their_snps = number(ours["TotalSNPs"][0]), number(theirs["TotalSNPs"][0])
+    assert abs(snps - their_snps) <= 0.02 * their_snps, side_by_side
+
+
+def test_outputs_are_complete_and_readable(assembly):
+    rows = report_rows(assembly / "asm.report")
+    report = (assembly / "asm.report").read_text()
+    assert re.search(r"^\s+\[REF\]\s+\[QRY\]$", report, re.M)
+    for label in ("1-to-1", "M-to-M", "AvgIdentity", "TandemIns", "IndelEvents",
+                  "InversionEvents", "RelocationEvents"):
+        assert label in rows, label
+    # The VCF holds every SNP and every indel event, and bcftools reads it.
+    view = subprocess.run(["bcftools", "view", "-H", str(assembly / "asm.vcf")],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(view) == int(rows["TotalSNPs"][0]) + int(rows["IndelEvents"][0])
+    with pysam.VariantFile(str(assembly / "asm.vcf")) as vcf:
+        records = list(vcf)
+        assert list(vcf.header.samples) == ["asm"]
+    reference = (assembly / "ref.fa").read_text().split("\n")[1]
+    for record in records:
+        assert reference[record.start:record.start + len(record.ref)] == record.ref
+        assert record.info["QRY"].startswith("contig")
+    # The BAM holds the placements, sorted and indexed.
+    subprocess.run(["samtools", "quickcheck", str(assembly / "asm.bam")], check=True)
+    assert os.path.exists(str(assembly / "asm.bam") + ".bai")
+    with pysam.AlignmentFile(str(assembly / "asm.bam")) as bam:
+        assert {r.query_name for r in bam if not r.is_secondary} == {f"contig{k}" for k in range(4)}
+    # The differences table: documented columns, one row per event, ids in order.
+    lines = (assembly / "asm.differences.tsv").read_text().splitlines()
+    header = lines[0].lstrip("#").split("\t")
+    assert header[:3] == ["id", "kind", "query_id"]
+    kinds = sorted(line.split("\t")[1] for line in lines[1:])
+    assert kinds == ["deletion", "insertion", "inversion", "relocation"]
+    assert [line.split("\t")[0] for line in lines[1:]] == [f"E{k}" for k in range(1, 5)]
+    png = (assembly / "asm.dotplot.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10000
+
+
+@pytest.mark.parametrize("change, message", [
+    (["--min-event", "0"], "--min-event must be 1 or more"),
+    (["--evalue", "0"], "--evalue must be greater than 0"),
+    (["--matrix", "BLOSUM62"], "compare aligns DNA genomes"),
+    (["--query", "missing.fa"], "missing.fa"),
+])
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, change, message):
+    (tmp_path / "ref.fa").write_text(">ref\nACGTACGTAGCTAGCTAGCATCGATCGATCGA\n")
+    (tmp_path / "asm.fa").write_text(">c\nACGTACGTAGCTAGCTAGCATCGATCGATCGA\n")
+    arguments = ["compare", "--query", str(tmp_path / "asm.fa"), "--target",
+                 str(tmp_path / "ref.fa"), "--prefix", str(tmp_path / "out"), "--backend", "cpu"]
+    if change[0] == "--query":
+        arguments[2] = str(tmp_path / change[1])
+    else:
+        arguments += change
+    result = subprocess.run(MAIN + arguments, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == ["asm.fa", "ref.fa"]
