@@ -42,7 +42,7 @@ def scenario(tmp_path_factory):
 def test_test_scenario_runs_every_analysis(scenario):
     results = os.path.join(scenario, ".test", "results")
     for path in ("pairwise/strain.bam", "pairwise/strain.bam.bai", "pairwise/strain.paf",
-                 "syntenic/strain/strain.summary.txt", "search/hits.tsv", "three_way/all.maf",
+                 "compare/strain/strain.report", "compare/strain/strain.vcf", "search/hits.tsv", "three_way/all.maf",
                  "report/identity.png", "report/bam_stats.html", "report/three_way.html",
                  "report.html"):
         assert os.path.getsize(os.path.join(results, path)) > 0, path
