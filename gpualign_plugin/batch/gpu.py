@@ -182,7 +182,9 @@ def decode(out: np.ndarray, runs: np.ndarray, run_offsets: np.ndarray, mode_code
     # Each pair's runs in forward order (the kernel wrote them end to start).
     within = np.arange(total) - np.repeat(ends - counts, counts)
     kept = runs[np.repeat(run_offsets + counts - 1, counts) - within]
-    runs_list = list(zip((kept >> 2).tolist(), map(gotoh.OP_LETTERS.__getitem__, (kept & 3).tolist())))
+    # One (length, op) tuple per distinct code, shared by every run that has it.
+    table = {v: (v >> 2, gotoh.OP_LETTERS[v & 3]) for v in np.unique(kept).tolist()}
+    runs_list = list(map(table.__getitem__, kept.tolist()))
     results = []
     last = 0
     local = mode_code == gotoh.LOCAL
