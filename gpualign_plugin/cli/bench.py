@@ -4,7 +4,10 @@ Speed is measured here and never asserted in tests. Each row is the median of
 ``--repeat`` timed runs after one untimed warm-up (JIT compilation and kernel
 loading stay out of the numbers). When the CPU and GPU engines both run the same
 input, the ``agrees`` column says whether their scores (and, for full
-alignments, CIGARs) are identical.
+alignments, CIGARs) are identical. Where the ``parasail`` Python package is
+installed, the CPU score rows are followed by parasail's striped kernels (16 and
+32-bit lanes) on the same input, one thread, timed interleaved with ours (run by
+run, so a busy machine slows both alike), with ``agrees`` comparing the scores.
 """
 
 from __future__ import annotations
@@ -150,6 +153,69 @@ def _time(function, repeat: int, warmup=None):
     return statistics.median(times), result
 
 
+def _time_interleaved(functions, repeat: int, warmups):
+    """:func:`_time` of several functions, their timed runs taken in turn (one of each per round)."""
+    for warmup in warmups:
+        warmup()
+    times = [[] for _ in functions]
+    results = [None] * len(functions)
+    for _ in range(repeat):
+        for k, function in enumerate(functions):
+            start = time.perf_counter()
+            results[k] = function()
+            times[k].append(time.perf_counter() - start)
+    return [(statistics.median(t), r) for t, r in zip(times, results)]
+
+
+PARASAIL_FUNCTIONS = {"local": "sw", "global": "nw", "semiglobal": "sg_dx"}
+"""parasail's name of each mode (``sg_dx``: free end gaps on the target, the database sequence)."""
+
+
+def parasail_scorers(scheme: ScoringScheme, mode: str) -> list:
+    """``(name, function(query_codes, target_codes))`` of parasail's striped 16 and 32-bit kernels.
+
+    Empty when parasail is not installed. parasail's matrix is the scheme's over its
+    alphabet's letters; its gap open is ``open + extend`` (it charges
+    ``open + (k - 1) * extend``). Each function returns parasail's result
+    (``score``, ``saturated``, ``end_query``, ``end_ref``).
+    """
+    try:
+        import parasail
+    except ImportError:
+        return []
+    letters = scheme.alphabet.letters
+    matrix = parasail.matrix_create(letters, 0, 0)
+    for x in range(len(letters)):
+        for y in range(len(letters)):
+            matrix.set_value(x, y, int(scheme.matrix[x, y]))
+    scorers = []
+    for bits in (16, 32):
+        name = f"{PARASAIL_FUNCTIONS[mode]}_striped_{bits}"
+        kernel = getattr(parasail, name)
+
+        def function(query, target, kernel=kernel):
+            return kernel("".join(letters[c] for c in query), "".join(letters[c] for c in target),
+                          scheme.gap_open + scheme.gap_extend, scheme.gap_extend, matrix)
+
+        scorers.append((f"parasail {name}", function))
+    return scorers
+
+
+def _parasail_rows(ours, seconds_and_results, names, device, size, cells) -> list[Row]:
+    """Rows of parasail's kernels beside our CPU score ``ours``; ``agrees``: same score."""
+    rows = []
+    for (seconds, result), name in zip(seconds_and_results, names):
+        if result.saturated:
+            summary, agrees = "saturated (scores past its lane width)", "n/a"
+        else:
+            # parasail's end is 0-based inclusive and follows its own tie rule.
+            summary = f"score {result.score} end ({result.end_query + 1},{result.end_ref + 1})"
+            agrees = "yes" if result.score == ours.score else "NO"
+        rows.append(Row("score", f"{name}, 1 thread", device, size, seconds, cells, _rss(), summary,
+                        agrees))
+    return rows
+
+
 def _rss() -> str:
     return f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB RSS (process peak)"
 
@@ -230,17 +296,27 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
                 else:
                     kwargs = {}
                     engine = "cpu, 1 thread"
-                warmup = None
+                ours = functools.partial(function, query, target, scheme, args.mode, **kwargs)
+                warmups = [ours]
                 if name == "cpu" and min(m, n) > WARMUP_LENGTH:
-                    warmup = functools.partial(function, query[:WARMUP_LENGTH], target[:WARMUP_LENGTH],
-                                               scheme, args.mode, **kwargs)
-                seconds, result = _time(lambda: function(query, target, scheme, args.mode, **kwargs),
-                                        args.repeat, warmup)
+                    # A square prefix, then the prefix of the query against the whole target
+                    # (the lane width a long pair needs is compiled before the timing).
+                    warmups = [functools.partial(function, query[:WARMUP_LENGTH], target[:WARMUP_LENGTH],
+                                                 scheme, args.mode, **kwargs),
+                               functools.partial(function, query[:WARMUP_LENGTH], target, scheme,
+                                                 args.mode, **kwargs)]
+                others = parasail_scorers(scheme, args.mode) if name == "cpu" and task == "score" else []
+                timed = _time_interleaved([ours] + [functools.partial(f, query, target) for _, f in others],
+                                          args.repeat, warmups +
+                                          [functools.partial(f, query[:300], target[:300]) for _, f in others])
+                seconds, result = timed[0]
                 results[name] = result
                 summary = f"score {result.score} end ({result.query_end},{result.target_end})"
                 if task == "align":
                     summary += f" cigar runs {len(result.cigar)}"
                 rows.append(Row(task, engine, device, f"{m}x{n}", seconds, m * n, _gpu_memory(name), summary))
+                rows.extend(_parasail_rows(result, timed[1:], [label for label, _ in others], device,
+                                           f"{m}x{n}", m * n))
             _agreement(rows, results)
     if "batch" in tasks:
         rows.extend(_batch_rows(args, scheme))
