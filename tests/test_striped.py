@@ -9,13 +9,14 @@ docs/ALGORITHMS.md literally, end cell included.
 from __future__ import annotations
 
 import numpy as np
-import parasail
 import pytest
 from oracles import gotoh as oracle
 
 from gpualign_plugin import gotoh, striped
 from gpualign_plugin.pairwise.cpu import STRIPED_MIN_CELLS, score_pair
 from gpualign_plugin.scoring import ScoringScheme
+
+parasail = pytest.importorskip("parasail", reason="parasail is a test dependency (pip install -e .[test])")
 
 MODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
 PARASAIL = {"local": "sw", "global": "nw", "semiglobal": "sg_dx"}

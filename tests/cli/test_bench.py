@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from gpualign_plugin.cli.main import main
 
 
@@ -31,17 +33,42 @@ def test_bench_skips_cpu_rows_over_the_cell_limit_and_says_so(capsys):
 def test_score_and_alignment_rows_report_the_same_optimum(capsys):
     assert main(["bench", "--backend", "cpu", "--tasks", "score,align", "--sizes", "500x500",
                  "--repeat", "1"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("score ", "align "))]
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("score  cpu", "align  cpu"))]
     summaries = [line[line.index("score ", 5):].split(" cigar")[0] for line in rows]
     assert len(rows) == 2 and summaries[0] == summaries[1]
 
 
-def test_cpu_threads_tile_the_score_row_and_the_row_says_so(capsys):
+@pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])
+def test_parasail_rows_follow_the_cpu_score_row_with_the_same_score(capsys, mode):
+    pytest.importorskip("parasail", reason="parasail is a test dependency (pip install -e .[test])")
+    assert main(["bench", "--backend", "cpu", "--tasks", "score", "--sizes", "700x600",
+                 "--mode", mode, "--repeat", "2"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("score ")]
+    name = {"local": "sw", "global": "nw", "semiglobal": "sg_dx"}[mode]
+    assert [row[1:3] for row in rows] == [["cpu,", "1"], ["parasail", f"{name}_striped_16,"],
+                                          ["parasail", f"{name}_striped_32,"]]
+    ours = rows[0][rows[0].index("score", 1) + 1]
+    for row in rows[1:]:
+        assert row[-1] == "yes" and row[row.index("score", 1) + 1] == ours
+
+
+def test_cpu_threads_tile_the_score_row_and_the_row_says_so(capsys, monkeypatch):
     import numba
 
+    from gpualign_plugin.pairwise import cpu
+
+    # Two threads run one pair on one core (the striped kernel beats two tiled threads) ...
+    assert main(["bench", "--backend", "cpu", "--tasks", "score", "--sizes", "8000x8000",
+                 "--cpu-threads", "2", "--repeat", "1"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("score  cpu"))
+    assert row.split()[1:3] == ["cpu,", "1"]
+    # ... unless the tiled kernel is allowed from two threads.
+    monkeypatch.setattr(cpu, "TILED_MIN_THREADS", 2)
     assert main(["bench", "--backend", "cpu", "--tasks", "score,align", "--sizes", "8000x8000",
                  "--cpu-threads", "2", "--repeat", "1"]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("score ", "align "))]
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("score  cpu", "align  cpu"))]
     threads = min(2, numba.config.NUMBA_NUM_THREADS)
     assert rows[0].split()[1:3] == ["cpu,", str(threads)] and rows[1].split()[1:3] == ["cpu,", "1"]
     # The tiled score row finds the optimum and end cell of the single-threaded alignment.
