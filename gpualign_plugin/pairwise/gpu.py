@@ -788,36 +788,151 @@ class _Traceback:
         return solved
 
 
+class _Pass:
+    """Phase 1 of an alignment under a plan (the score pass with level-0 checkpoints), kept so
+    that phases 2 and 3 (:meth:`finish`) can follow at once or later."""
+
+    def __init__(self, query, target, scheme, mode, device, plan: MemoryPlan, started: float):
+        m, n = len(query), len(target)
+        self.plan = plan
+        self.sweep = sweep = _Sweep(query, target, scheme, mode, device)
+        self.timing = {"region_sweeps": 0, "region_s": 0.0, "windows": 0, "chunks_solved": 0,
+                       "chunks_traced": 0, "solve_s": 0.0, "copy_s": 0.0, "trace_s": 0.0}
+        self.traceback = _Traceback(sweep, plan, self.timing)
+        self.top = top = _Region(0, 0, m, n, *sweep.full_boundaries())
+        rows = self.traceback.checkpoints(0, top)
+        best, last, _ = sweep.run(0, 0, m, n, top.top_h, top.top_f, top.left_h, top.left_e, rows,
+                                  track_best=sweep.local, last_row=0 if sweep.local else m,
+                                  row_ckpt=top.row_ckpt, col_ckpt=top.col_ckpt, every=top.every)
+        self.end = sweep.end_cell(best, last)
+        self.score_pass_s = time.perf_counter() - started
+
+    def finish(self, profile: dict | None = None) -> PairAlignment:
+        """The alignment: phases 2 and 3 from the kept checkpoints; ``profile`` as in :func:`align_pair`."""
+        started = time.perf_counter()
+        end, traceback = self.end, self.traceback
+        result = NO_PAIR_ALIGNMENT
+        if not (self.sweep.local and end.score <= 0):
+            cursor = [end.query_end, end.target_end, STATE_H]
+            if cursor[0] == 0 or cursor[1] == 0:
+                traceback.leaf_walk(self.top, cursor)
+            else:
+                traceback.walk(0, self.top, cursor)
+            ops = traceback.ops[:traceback.pos]
+            result = PairAlignment(end.score, cursor[0], end.query_end, cursor[1], end.target_end,
+                                   cigar_from_ops(ops))
+        if profile is not None:
+            plan = self.plan
+            profile.update(self.timing, score_pass_s=self.score_pass_s,
+                           traceback_s=time.perf_counter() - started, intervals=list(plan.intervals),
+                           window=plan.window, rows_per_lane=list(plan.rows_per_lane), planned_bytes=plan.bytes)
+        return result
+
+
 def _align_planned(query, target, scheme, mode, device, plan: MemoryPlan, started: float, profile):
     """:func:`align_pair` on the current device under ``plan``; fills ``profile`` when given."""
-    m, n = len(query), len(target)
-    sweep = _Sweep(query, target, scheme, mode, device)
-    timing = {"region_sweeps": 0, "region_s": 0.0, "windows": 0, "chunks_solved": 0, "chunks_traced": 0,
-              "solve_s": 0.0, "copy_s": 0.0, "trace_s": 0.0}
-    traceback = _Traceback(sweep, plan, timing)
-    top = _Region(0, 0, m, n, *sweep.full_boundaries())
-    rows = traceback.checkpoints(0, top)
-    best, last, _ = sweep.run(0, 0, m, n, top.top_h, top.top_f, top.left_h, top.left_e, rows,
-                              track_best=sweep.local, last_row=0 if sweep.local else m,
-                              row_ckpt=top.row_ckpt, col_ckpt=top.col_ckpt, every=top.every)
-    end = sweep.end_cell(best, last)
-    score_pass = time.perf_counter() - started
-    result = NO_PAIR_ALIGNMENT
-    if not (sweep.local and end.score <= 0):
-        cursor = [end.query_end, end.target_end, STATE_H]
-        if cursor[0] == 0 or cursor[1] == 0:
-            traceback.leaf_walk(top, cursor)
+    return _Pass(query, target, scheme, mode, device, plan, started).finish(profile)
+
+
+class LongPairSession:
+    """Scores that remember their checkpoints: aligning a pair just scored runs only the traceback.
+
+    A caller that scores several candidates and then aligns the best (local
+    placement: both strands of a query against a target) would otherwise run
+    the score pass twice for the pair it aligns. Within a session,
+    :meth:`score` runs the alignment's own score pass (with its level-0
+    checkpoints) and keeps it for the last ``keep`` pairs, each planned within
+    ``memory_budget // keep``; :meth:`align` of a kept pair runs phases 2 and 3
+    from it, and any other pair is aligned from scratch with the whole budget
+    (the kept passes are dropped first). CuPy's pool is limited to the budget
+    while the session is open. Results are those of :func:`score_pair` and
+    :func:`align_pair`.
+
+    Use as a context manager (:func:`long_pair_session`); the session is on one
+    device, one scheme and one mode. ``profile`` (a dict) gets the phase seconds
+    summed (:func:`add_profile`), with ``score_passes`` counting the score passes and
+    ``kept_hits`` the alignments that reused one.
+    """
+
+    def __init__(self, scheme: ScoringScheme, mode: str, device: int = 0, memory_budget: int | None = None,
+                 keep: int = 2, profile: dict | None = None):
+        self.scheme, self.mode, self.device, self.keep, self.profile = scheme, mode, device, max(1, keep), profile
+        self.memory_budget = memory_budget
+        self.kept: dict = {}
+
+    def __enter__(self) -> "LongPairSession":
+        import cupy
+
+        with cupy.cuda.Device(self.device):
+            if self.memory_budget is None:
+                self.memory_budget = int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION)
+            self.pool = cupy.get_default_memory_pool()
+            self.old_limit = self.pool.get_limit()
+            self.pool.set_limit(size=self.pool.used_bytes() + self.memory_budget)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.kept.clear()
+        self.pool.set_limit(size=self.old_limit)
+
+    def score(self, key, query_codes, target_codes) -> PairScore:
+        """:func:`score_pair` of the pair, keeping its checkpoints under ``key`` (any hashable)."""
+        import cupy
+
+        query, target = _prepare(query_codes, target_codes, self.scheme, self.mode)
+        m, n = len(query), len(target)
+        if m == 0 or n == 0:
+            return cpu.score_pair(query, target, self.scheme, self.mode)
+        with cupy.cuda.Device(self.device):
+            started = time.perf_counter()
+            self.kept.pop(key, None)
+            while len(self.kept) >= self.keep:
+                self.kept.pop(next(iter(self.kept)))
+            try:
+                plan = plan_memory(m, n, self.memory_budget // self.keep, probe(self.device).multiprocessors,
+                                   self.mode == "local", self.scheme.alphabet.size)
+                kernels.check_memory(plan.bytes, f"scoring {m} x {n} for its alignment")
+            except kernels.GpuMemoryError:
+                # Too long to keep within a share of the budget: score only, align from scratch later.
+                return score_pair(query, target, self.scheme, self.mode, self.device)
+            try:
+                scored = _Pass(query, target, self.scheme, self.mode, self.device, plan, started)
+            except cupy.cuda.memory.OutOfMemoryError as exc:
+                raise kernels.GpuMemoryError(f"scoring {m} x {n} went past the GPU memory budget of "
+                                             f"{self.memory_budget / 2**20:.0f} MiB: {exc}") from exc
+            self.kept[key] = scored
+        if self.profile is not None:
+            self.profile["score_pass_s"] = self.profile.get("score_pass_s", 0) + scored.score_pass_s
+            self.profile["score_passes"] = self.profile.get("score_passes", 0) + 1
+        return scored.end
+
+    def align(self, key, query_codes, target_codes) -> PairAlignment:
+        """:func:`align_pair` of the pair: from the kept score pass of ``key`` when there is one."""
+        import cupy
+
+        scored = self.kept.pop(key, None)
+        profile = {} if self.profile is not None else None
+        if scored is None:
+            self.kept.clear()
+            result = align_pair(query_codes, target_codes, self.scheme, self.mode, self.device,
+                                self.memory_budget, profile=profile)
+            if profile:
+                self.profile["score_passes"] = self.profile.get("score_passes", 0) + 1
         else:
-            traceback.walk(0, top, cursor)
-        ops = traceback.ops[:traceback.pos]
-        result = PairAlignment(end.score, cursor[0], end.query_end, cursor[1], end.target_end,
-                               cigar_from_ops(ops))
-    if profile is not None:
-        profile.update(timing, score_pass_s=score_pass,
-                       traceback_s=time.perf_counter() - started - score_pass,
-                       intervals=list(plan.intervals), window=plan.window, rows_per_lane=list(plan.rows_per_lane),
-                       planned_bytes=plan.bytes)
-    return result
+            with cupy.cuda.Device(self.device):
+                result = scored.finish(profile)
+            if profile:
+                profile.pop("score_pass_s")  # counted when it was scored
+                self.profile["kept_hits"] = self.profile.get("kept_hits", 0) + 1
+        if profile:
+            add_profile(self.profile, profile)
+        return result
+
+
+def long_pair_session(scheme: ScoringScheme, mode: str, device: int = 0, memory_budget: int | None = None,
+                      keep: int = 2, profile: dict | None = None) -> LongPairSession:
+    """A :class:`LongPairSession` (use with ``with``): one score pass for a pair scored, then aligned."""
+    return LongPairSession(scheme, mode, device, memory_budget, keep, profile)
 
 
 CHUNK_ROWS_PER_LANE = 2

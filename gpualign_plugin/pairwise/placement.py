@@ -9,6 +9,7 @@ the "Placement" rule; filtering by ``--min-score`` is its caller's job.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import heapq
 import math
@@ -103,6 +104,13 @@ fraction of the piece (minimap2's ``-p``) and is itself significant."""
 
 DEFAULT_EVALUE = 1e-5
 """Default E-value cutoff of :func:`place_local` (stricter than BLAST's search default of 10)."""
+
+SESSION_CANDIDATES = 2
+"""On the GPU, when a query has at most this many (target, strand) candidates (a chromosome
+pair on both strands), each candidate's score pass keeps its checkpoints
+(:class:`~gpualign_plugin.pairwise.gpu.LongPairSession`), so aligning the best runs only the
+traceback instead of a second score pass. With more candidates the checkpoints would cost more
+than the pass they save."""
 
 
 def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
@@ -205,6 +213,7 @@ class _Engine:
 
         self.scheme = scheme
         self.gpu_memory, self.gpu_profile = gpu_memory, gpu_profile
+        self.session = None  # a LongPairSession of the GPU engine, when place_local opens one
         self.device = device
         self.threads = threads
         self.cpu = cpu
@@ -223,6 +232,8 @@ class _Engine:
         q = self.codes(query, where)
         t = targets[where.t_index].codes[where.t0:where.t1]
         self.cells += len(q) * len(t)
+        if self.session is not None:
+            return self.session.score(where, q, t).score
         if self.gpu is not None:
             return self.gpu.score_pair(q, t, self.scheme, "local", self.device).score
         return self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads).score
@@ -232,7 +243,9 @@ class _Engine:
         q = self.codes(query, where)
         target = targets[where.t_index]
         t = target.codes[where.t0:where.t1]
-        if self.gpu is not None:
+        if self.session is not None:
+            pair = self.session.align(where, q, t)
+        elif self.gpu is not None:
             profile = {} if self.gpu_profile is not None else None
             pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device, memory_budget=self.gpu_memory,
                                        profile=profile)
@@ -344,13 +357,18 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target))
+    session = contextlib.nullcontext()
+    if engine.gpu is not None and len(targets) * len(strand_list) <= SESSION_CANDIDATES:
+        session = engine.session = engine.gpu.long_pair_session(scheme, "local", device, gpu_memory,
+                                                                SESSION_CANDIDATES, gpu_profile)
     placed: list[Alignment] = []
-    for query in queries:
-        before = engine.cells
-        placed.extend(_place_query(query, targets, strand_list, engine, parameters, database,
-                                   evalue, zdrop, max(1, min_score)))
-        if on_cells is not None:
-            on_cells(engine.cells - before)
+    with session:
+        for query in queries:
+            before = engine.cells
+            placed.extend(_place_query(query, targets, strand_list, engine, parameters, database,
+                                       evalue, zdrop, max(1, min_score)))
+            if on_cells is not None:
+                on_cells(engine.cells - before)
     return placed
 
 

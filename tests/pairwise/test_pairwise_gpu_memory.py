@@ -119,3 +119,27 @@ def test_cli_budget_too_small_exits_2_naming_the_smallest_that_works(tmp_path, c
 
     gpu_phases = json.loads(stats.read_text())["extra"]["gpu_phases"]
     assert gpu_phases["pairs"] >= 1 and gpu_phases["score_pass_s"] > 0
+
+
+def _rc(codes):
+    return (3 - codes)[::-1].copy()
+
+
+@pytest.mark.parametrize("budget", [None, 48 * MiB])
+def test_local_placement_on_one_target_reuses_the_score_pass_and_equals_the_cpu(budget):
+    # A 40 kbp query made of three pieces of a 60 kbp target (forward, inverted, forward): one
+    # target, both strands, so the GPU keeps each candidate's score pass and aligns from it.
+    from gpualign_plugin.pairwise.placement import place_local
+
+    q, t = related_pair(60_000, 60_000, 0.02, 25)
+    query = np.concatenate([q[5_000:20_000], _rc(q[30_000:42_000]), q[45_000:58_000]])
+    letters = np.array(list("ACGT"))
+    queries = [SCHEME.encode("contig", "".join(letters[query]))]
+    targets = [SCHEME.encode("chr", "".join(letters[t]))]
+    expected = place_local(queries, targets, SCHEME, backend="cpu")
+    profile: dict = {}
+    got = place_local(queries, targets, SCHEME, backend="gpu", gpu_memory=budget, gpu_profile=profile)
+    assert got == expected
+    pieces = sorted((a.query_start, a.strand) for a in got if a.is_primary)
+    assert [strand for _, strand in pieces] == ["+", "-", "+"]
+    assert profile["kept_hits"] >= 3
