@@ -10,6 +10,7 @@ small for any plan stops the CLI with exit 2 and the smallest budget that works.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -125,10 +126,10 @@ def _rc(codes):
     return (3 - codes)[::-1].copy()
 
 
-@pytest.mark.parametrize("budget", [None, 48 * MiB])
-def test_local_placement_on_one_target_reuses_the_score_pass_and_equals_the_cpu(budget):
-    # A 40 kbp query made of three pieces of a 60 kbp target (forward, inverted, forward): one
-    # target, both strands, so the GPU keeps each candidate's score pass and aligns from it.
+@functools.lru_cache(maxsize=None)
+def _rearranged_contig_case():
+    """A 40 kbp contig of three pieces of a 60 kbp target (forward, inverted, forward), encoded,
+    and its CPU placement (computed once for both budgets)."""
     from gpualign_plugin.pairwise.placement import place_local
 
     q, t = related_pair(60_000, 60_000, 0.02, 25)
@@ -136,7 +137,15 @@ def test_local_placement_on_one_target_reuses_the_score_pass_and_equals_the_cpu(
     letters = np.array(list("ACGT"))
     queries = [SCHEME.encode("contig", "".join(letters[query]))]
     targets = [SCHEME.encode("chr", "".join(letters[t]))]
-    expected = place_local(queries, targets, SCHEME, backend="cpu")
+    return queries, targets, place_local(queries, targets, SCHEME, backend="cpu")
+
+
+@pytest.mark.parametrize("budget", [None, 48 * MiB])
+def test_local_placement_on_one_target_reuses_the_score_pass_and_equals_the_cpu(budget):
+    # One target, both strands: the GPU keeps each candidate's score pass and aligns from it.
+    from gpualign_plugin.pairwise.placement import place_local
+
+    queries, targets, expected = _rearranged_contig_case()
     profile: dict = {}
     got = place_local(queries, targets, SCHEME, backend="gpu", gpu_memory=budget, gpu_profile=profile)
     assert got == expected
