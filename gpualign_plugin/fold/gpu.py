@@ -102,6 +102,27 @@ def fold_many(sequences, min_loop: int, device: int = 0, memory_budget: int | No
     return results
 
 
+def work_items(sides: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """The tiles ``(sequence, I)`` of every tile diagonal ``d``, in launch order.
+
+    ``sides[s]`` is the tile count on a side of sequence ``s``; diagonal ``d`` holds tile
+    ``(I, I + d)`` for ``I < sides[s] - d`` of every sequence with ``sides[s] > d``. Returns
+    the ``(count, 2)`` ``int32`` items and ``starts`` (diagonal ``d`` is
+    ``items[starts[d]:starts[d + 1]]``).
+    """
+    sides = np.asarray(sides, dtype=np.int64)
+    # Every (sequence, d) with d < sides[sequence], ordered by d, then sequence.
+    sequence = np.repeat(np.arange(len(sides)), sides)
+    diagonal = np.arange(len(sequence)) - np.repeat(np.cumsum(sides) - sides, sides)
+    order = np.lexsort((sequence, diagonal))
+    sequence, diagonal = sequence[order], diagonal[order]
+    counts = sides[sequence] - diagonal
+    rows = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    items = np.stack([np.repeat(sequence, counts), rows], axis=1).astype(np.int32)
+    per_diagonal = np.bincount(diagonal, weights=counts, minlength=int(sides.max()) if len(sides) else 0)
+    return items, [0] + np.cumsum(per_diagonal).astype(np.int64).tolist()
+
+
 def _fold_group(sequences, min_loop: int, device: int) -> list[tuple[np.ndarray, int]]:
     import cupy
 
@@ -117,14 +138,8 @@ def _fold_group(sequences, min_loop: int, device: int) -> list[tuple[np.ndarray,
     codes = np.full(int((sides * TILE).sum()), 4, dtype=np.uint8)
     for s, base in zip(sequences, code_base):
         codes[base:base + len(s)] = s
-    # Work items (sequence, I) of every tile diagonal d, in launch order.
-    items, starts = [], [0]
-    for d in range(int(sides.max())):
-        for s in np.flatnonzero(sides > d):
-            rows = np.arange(sides[s] - d, dtype=np.int32)
-            items.append(np.stack([np.full_like(rows, s), rows], axis=1))
-        starts.append(sum(len(x) for x in items))
-    item_array = cupy.asarray(np.concatenate(items).astype(np.int32))
+    items, starts = work_items(sides)
+    item_array = cupy.asarray(items)
     tiles = cupy.empty(int(tile_counts.sum()), dtype=cupy.int16)
     tiles_t = cupy.empty_like(tiles)
     d_tile_base, d_sides, d_codes, d_code_base = (cupy.asarray(x) for x in (
