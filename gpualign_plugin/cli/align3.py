@@ -8,7 +8,7 @@ import os
 import resource
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line,
+                                        add_scoring_options, apply_threads, command_line, counted,
                                         describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.align3.api import align3, default_linear_gap
     from gpualign_plugin.runtime.backend import resolve_backend
 
-    scheme = scheme_from_args(args)
+    scheme = scheme_from_args(args, [path for _, path in _genome_files(args.fasta)])
     gap = args.gap if args.gap is not None else default_linear_gap(scheme)
     if gap < 0:
         raise InputError(f"--gap must be 0 or more (a cost), got {gap}")
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     stats.finish()
     stats.extra = {"triplets": len(triplets),
                    "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-    log.info("%d triplet(s) aligned (%s, %.3f s, %.3g cells/s)", len(triplets), engine,
+    log.info("%s aligned (%s, %.3f s, %.3g cells/s)", counted(len(triplets), "triplet"), engine,
              stats.seconds, total / stats.seconds if stats.seconds else 0.0)
     write_outputs(args, alignments, scheme, gap)
     stats.write(args.stats)

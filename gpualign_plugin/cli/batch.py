@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line,
+                                        add_scoring_options, apply_threads, command_line, counted,
                                         describe_device, output_formats, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.pairwise.placement import place
     from gpualign_plugin.runtime.backend import resolve_backend
 
-    scheme = scheme_from_args(args)
+    scheme = scheme_from_args(args, (args.query, args.target))
     outputs = output_formats(args.out, args.format, FORMATS)
     for path, _ in outputs:
         check_writable(path)
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                               args.strand)
     stats.finish()
     alignments = [a for a in results if a is not None]
-    log.info("%d pairs aligned (%d without a local alignment; %s), %.2f GCUPS", len(pairs),
+    log.info("%s aligned (%d without a local alignment; %s), %.2f GCUPS", counted(len(pairs), "pair"),
              len(pairs) - len(alignments), engine, stats.gcups)
     tsv = [path for path, fmt in outputs if fmt == "tsv"]
     others = [(path, fmt) for path, fmt in outputs if fmt != "tsv"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -11,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.runtime.backend import BACKENDS
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import DNA_LETTERS, ScoringScheme, looks_like_nucleotide
 
 
 def add_scoring_options(parser: argparse.ArgumentParser, default_kind: str) -> None:
@@ -35,12 +36,64 @@ def add_scoring_options(parser: argparse.ArgumentParser, default_kind: str) -> N
     parser.set_defaults(scoring_default_kind=default_kind)
 
 
-def scheme_from_args(args: argparse.Namespace) -> ScoringScheme:
-    """Build the :class:`ScoringScheme` the scoring options describe."""
+def counted(number: int, singular: str, plural: str | None = None) -> str:
+    """``number`` and the noun agreeing with it: ``counted(1, "query", "queries")`` is ``'1 query'``."""
+    return f"{number} {singular if number == 1 else plural or singular + 's'}"
+
+
+def sequence_kind(text: str) -> str:
+    """``'dna'`` or ``'protein'``: what the residues of ``text`` look like.
+
+    DNA when every letter is a DNA letter (IUPAC codes and ``U`` included) or
+    :func:`~gpualign_plugin.scoring.looks_like_nucleotide` says so; protein otherwise.
+    """
+    letters = {c for c in text.upper() if c.isalpha()}
+    if letters <= set(DNA_LETTERS + "U") or looks_like_nucleotide(text):
+        return "dna"
+    return "protein"
+
+
+def detected_kind(paths) -> str | None:
+    """The kind (``'dna'``/``'protein'``) the first record of every FASTA in ``paths`` agrees on.
+
+    ``None`` when the files disagree, or one cannot be read as FASTA here (reading it
+    later gives the proper error). Reads one record of each file.
+    """
+    from gpualign_plugin.io.fasta import iter_fasta_text
+
+    kinds = set()
+    for path in paths:
+        try:
+            _, _, text = next(iter(iter_fasta_text(path)))
+        except (InputError, OSError, StopIteration, UnicodeDecodeError):
+            return None
+        kinds.add(sequence_kind(text[:100_000]))
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def scheme_from_args(args: argparse.Namespace, inputs=()) -> ScoringScheme:
+    """Build the :class:`ScoringScheme` the scoring options describe.
+
+    Without ``--matrix`` and ``--match/--mismatch``, the defaults follow the sequences:
+    when the first record of every FASTA file in ``inputs`` looks like protein (or every
+    one like DNA) and the subcommand's own default is the other kind, the defaults of that
+    kind are used (BLOSUM62, gaps 11+k; or match 2, mismatch -3, gaps 5+2k) and one log
+    line says so.
+    """
     dna_options = args.match is not None or args.mismatch is not None
     if args.matrix and dna_options:
         raise InputError("give either --matrix or --match/--mismatch, not both")
-    use_matrix = args.matrix or (not dna_options and args.scoring_default_kind == "protein")
+    kind = args.scoring_default_kind
+    if not args.matrix and not dna_options and inputs:
+        detected = detected_kind(inputs)
+        if detected is not None and detected != kind:
+            kind = detected
+            chosen = ("BLOSUM62, gap open 11, extend 1" if kind == "protein"
+                      else "match 2, mismatch -3, gap open 5, extend 2")
+            logging.getLogger("gpualign").info(
+                "the sequences look like %s: scoring with %s (--matrix or --match/--mismatch "
+                "choose otherwise)", "protein" if kind == "protein" else "DNA", chosen)
+    use_matrix = args.matrix or (not dna_options and kind == "protein")
     if use_matrix:
         probe = ScoringScheme.from_matrix(args.matrix or "BLOSUM62", 11, 1)
         default_open, default_extend = (11, 1) if not probe.is_dna else (5, 2)

@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, apply_threads,
-                                        describe_device)
+                                        counted, describe_device)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text, check_writable
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     stats.cells = total
     stats.finish()
     stats.extra = {"records": len(records), "cells_are": "split-point updates, (n-1) n (n+1) / 6"}
-    log.info("%d record(s) folded (%s, %.3f s, %.3g updates/s)", len(records), engine, stats.seconds,
+    log.info("%s folded (%s, %.3f s, %.3g updates/s)", counted(len(records), "record"), engine, stats.seconds,
              total / stats.seconds if stats.seconds else 0.0)
     with atomic_text(args.out) as handle:
         for (name, text, _), result in zip(records, results):

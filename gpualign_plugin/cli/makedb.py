@@ -6,6 +6,7 @@ import argparse
 import logging
 import time
 
+from gpualign_plugin.cli.common import counted
 from gpualign_plugin.scoring import DNA, PROTEIN
 
 log = logging.getLogger("gpualign")
@@ -41,6 +42,6 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     database = read_database(args.db, PROTEIN if args.alphabet == "protein" else DNA)
     write_database(database, args.out)
-    log.info("%s: %d sequences, %d residues prepared in %.2f s", args.out, len(database),
-             database.residues, time.perf_counter() - started)
+    log.info("%s: %s, %s prepared in %.2f s", args.out, counted(len(database), "sequence"),
+             counted(database.residues, "residue"), time.perf_counter() - started)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from gpualign_plugin.cli.common import add_scoring_options, scheme_from_args
+from gpualign_plugin.cli.common import add_scoring_options, counted, scheme_from_args
 from gpualign_plugin.cli.search import add_output_options, requested_outputs, write_search_outputs
 from gpualign_plugin.errors import InputError
 
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         wanted = {hit.target_index for hit in result.hits}
         result.targets = {index: database.record(index) for index in sorted(wanted)}
     result = finish(result, scheme)
-    log.info("%d hits of %d queries merged from %d shards", len(result.hits), len(result.queries),
-             len(args.hits))
+    log.info("%s of %s merged from %s", counted(len(result.hits), "hit"),
+             counted(len(result.queries), "query", "queries"), counted(len(args.hits), "shard"))
     write_search_outputs(args, result, scheme, queries, names, lengths)
     return 0

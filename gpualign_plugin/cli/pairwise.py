@@ -8,7 +8,7 @@ import math
 import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line,
+                                        add_scoring_options, apply_threads, command_line, counted,
                                         describe_device, memory_size, output_formats,
                                         scheme_from_args)
 from gpualign_plugin.errors import InputError
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.pairwise.api import align_records
     from gpualign_plugin.runtime.backend import resolve_backend
 
-    scheme = scheme_from_args(args)
+    scheme = scheme_from_args(args, (args.query, args.target))
     evalue = parse_evalue(args.evalue)
     if math.isnan(args.zdrop) or args.zdrop <= 0:
         raise InputError(f"--zdrop must be a positive number of bits or inf, got {args.zdrop}")
@@ -159,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     phases["align_s"] = time.perf_counter() - started - phases["read_s"]
     stats.cells = cells
     stats.finish()
-    log.info("%d alignments of %d queries (%s, %.2f GCUPS)", len(alignments), len(queries), engine, stats.gcups)
+    log.info("%s of %s (%s, %.2f GCUPS)", counted(len(alignments), "alignment"),
+             counted(len(queries), "query", "queries"), engine, stats.gcups)
     write_outputs(outputs, alignments, queries, targets, scheme, command_line(args), unmapped)
     phases["write_s"] = time.perf_counter() - started - phases["align_s"] - phases["read_s"]
     stats.extra = {"phases": phases, **({"gpu_phases": gpu_profile} if gpu_profile is not None else {})}

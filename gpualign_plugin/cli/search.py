@@ -7,7 +7,7 @@ import logging
 import os
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line,
+                                        add_scoring_options, apply_threads, command_line, counted,
                                         describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.search.api import finish, search
     from gpualign_plugin.search.database import load_database
 
-    scheme = scheme_from_args(args)
+    scheme = scheme_from_args(args, (args.query, args.db))
     paths = requested_outputs(args)
     if args.shards > 1 and paths:
         raise InputError("a shard job (--shards > 1) writes only --out-hits; merge the shards with "
@@ -173,8 +173,9 @@ def run(args: argparse.Namespace) -> int:
                         args.chunk_residues, on_progress=advanced, backend=engine, device=args.device,
                         span=(start, stop), devices=devices)
     stats.finish()
-    log.info("%d hits of %d queries in %d database sequences (%s, %.2f GCUPS)",
-             len(result.hits), len(queries), stop - start,
+    log.info("%s of %s in %s (%s, %.2f GCUPS)", counted(len(result.hits), "hit"),
+             counted(len(queries), "query", "queries"),
+             counted(stop - start, "database sequence"),
              stats.device if engine == "gpu" else f"{threads} CPU threads", stats.gcups)
     with all_or_none() as written:
         if args.out_hits:

@@ -9,7 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line,
+                                        add_scoring_options, apply_threads, command_line, counted,
                                         describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
@@ -87,7 +87,9 @@ def choose_pairs(queries, targets, pairs_file: str | None, query_path: str) -> l
                          path=query_path)
     missing = len(queries) - len(pairs)
     if missing:
-        log.info("%d query records have no target record of the same id and are skipped", missing)
+        log.info("%s no target record of the same id and %s skipped",
+                 counted(missing, "query record has", "query records have"),
+                 "is" if missing == 1 else "are")
     return pairs
 
 
@@ -176,9 +178,9 @@ def run(args: argparse.Namespace) -> int:
             results = list(pool.map(align, pairs))
     stats.finish()
     stats.extra = {"pairs": len(pairs), "block_penalty": block_penalty}
-    log.info("%d pairs aligned, %d matching regions, %d difference blocks (%.2f GCUPS)", len(results),
-             sum(len(r.matching_regions) for r in results), sum(len(r.difference_blocks) for r in results),
-             stats.gcups)
+    log.info("%s aligned, %s, %s (%.2f GCUPS)", counted(len(results), "pair"),
+             counted(sum(len(r.matching_regions) for r in results), "matching region"),
+             counted(sum(len(r.difference_blocks) for r in results), "difference block"), stats.gcups)
     description = f"{scheme.describe()}, block penalty {block_penalty}"
     write_outputs(paths, results, description, command_line(args), "bp" if scheme.is_dna else "aa")
     stats.write(args.stats)

@@ -18,10 +18,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
 
     On any exception the temporary file is removed and the exception propagates.
     ``suffix`` is appended to the temporary name (some writers, such as pysam,
-    choose the format from the extension).
+    choose the format from the extension). A missing directory is created.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part" + suffix,
                                dir=directory)
     os.close(fd)
@@ -77,6 +78,7 @@ def check_writable(path: str | os.PathLike) -> None:
     """Raise :class:`~gpualign_plugin.errors.InputError` if ``path`` cannot be created.
 
     Called before long work starts, so a bad ``--out`` fails in a second, not after an hour.
+    A missing output directory is created (as ``mkdir -p`` would).
     """
     from gpualign_plugin.errors import InputError
 
@@ -84,7 +86,9 @@ def check_writable(path: str | os.PathLike) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise InputError("output path is a directory", path=path)
-    if not os.path.isdir(directory):
-        raise InputError("output directory does not exist", path=path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output directory ({exc.strerror})", path=path) from None
     if not os.access(directory, os.W_OK):
         raise InputError("output directory is not writable", path=path)

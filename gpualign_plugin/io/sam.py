@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import os
+import re
 from typing import Iterable, Iterator, Union
 
 import pysam
@@ -64,6 +65,8 @@ FLAG_REVERSE = 16
 FLAG_SECONDARY = 256
 FLAG_SUPPLEMENTARY = 2048
 
+# The SAM specification's grammar of the MD:Z value.
+_MD_GRAMMAR = re.compile(r"[0-9]+(([A-Z]|\^[A-Z]+)[0-9]+)*")
 _CIGAR_CODES = {"M": 0, "I": 1, "D": 2, "N": 3, "S": 4, "H": 5, "=": 7, "X": 8}
 
 
@@ -108,8 +111,12 @@ def supplementary_tags(alignments: list[Alignment]) -> list[str | None]:
     return tags
 
 
-def md_tag(cigar: Cigar, target_text: str) -> str:
+def md_tag(cigar: Cigar, target_text: str) -> str | None:
     """SAM ``MD:Z`` string of an ``=XID`` CIGAR over the aligned target residues.
+
+    The SAM grammar of MD (``[0-9]+(([A-Z]|\\^[A-Z]+)[0-9]+)*``) has room for letters only:
+    when a mismatched or deleted target residue is not a letter (protein ``*``), there is
+    no MD string and ``None`` is returned (MD is an optional tag; the record goes without).
 
     Parameters
     ----------
@@ -120,10 +127,11 @@ def md_tag(cigar: Cigar, target_text: str) -> str:
 
     Returns
     -------
-    str
+    str or None
         Matches as counts, each mismatch as the target letter, each deletion as
         ``^`` and the deleted target letters; a count (possibly 0) between any two
         letters or deletions and at both ends, as the spec's grammar requires.
+        ``None`` when a mismatched or deleted residue is not a letter ``A``-``Z``.
 
     Raises
     ------
@@ -149,7 +157,8 @@ def md_tag(cigar: Cigar, target_text: str) -> str:
         elif op == "M":
             raise ValueError("MD needs an =/X CIGAR, not M")
     pieces.append(str(matched))
-    return "".join(pieces)
+    md = "".join(pieces)
+    return md if _MD_GRAMMAR.fullmatch(md) else None
 
 
 def gap_compressed_divergence(alignment: Alignment) -> float:
@@ -236,13 +245,10 @@ def _record(alignment: Alignment, header: pysam.AlignmentHeader, reference_id: i
     record.next_reference_id = -1
     record.next_reference_start = -1
     record.template_length = 0
-    tags = [
-        ("AS", int(alignment.score), "i"),
-        ("NM", alignment.edit_distance, "i"),
-        ("MD", md_tag(alignment.cigar,
-                      target.text[alignment.target_start:alignment.target_end]), "Z"),
-        ("de", gap_compressed_divergence(alignment), "f"),
-    ]
+    md = md_tag(alignment.cigar, target.text[alignment.target_start:alignment.target_end])
+    tags = [("AS", int(alignment.score), "i"), ("NM", alignment.edit_distance, "i")]
+    tags += [("MD", md, "Z")] if md is not None else []
+    tags += [("de", gap_compressed_divergence(alignment), "f")]
     if alignment.evalue is not None:
         tags += [("ZE", float(alignment.evalue), "f"), ("ZB", float(alignment.bit_score), "f")]
     if sa is not None:

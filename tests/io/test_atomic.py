@@ -47,6 +47,15 @@ def test_text_output_leaves_an_open_handle_open():
     assert not buffer.closed and buffer.getvalue() == "x"
 
 
-def test_check_writable_names_a_missing_directory(tmp_path):
-    with pytest.raises(InputError, match="output directory does not exist"):
-        check_writable(tmp_path / "missing" / "x.bam")
+def test_check_writable_creates_a_missing_directory_or_names_the_path(tmp_path):
+    check_writable(tmp_path / "missing" / "deeper" / "x.bam")
+    assert (tmp_path / "missing" / "deeper").is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="file/sub/x.bam: cannot create the output directory"):
+        check_writable(tmp_path / "file" / "sub" / "x.bam")
+
+
+def test_atomic_writes_create_their_directory(tmp_path):
+    with atomic_text(tmp_path / "new" / "dir" / "x.txt") as handle:
+        handle.write("done\n")
+    assert (tmp_path / "new" / "dir" / "x.txt").read_text() == "done\n"

@@ -75,6 +75,32 @@ def test_md_tag_of_hand_examples():
     assert md_tag(Cigar.from_string("1=2D3I1="), "ACGT") == "1^CG1"
 
 
+def test_md_tag_follows_the_sam_grammar_or_is_absent():
+    """Protein targets may hold '*', which MD's grammar has no room for: no MD then."""
+    assert md_tag(Cigar.from_string("2=1X2="), "MK*LV") is None
+    assert md_tag(Cigar.from_string("2=1D2="), "MK*LV") is None
+    # A '*' the query matches leaves no letter in MD: the tag stays.
+    assert md_tag(Cigar.from_string("3=1X1="), "MK*LV") == "3L1"
+
+
+def test_protein_records_have_md_only_where_the_grammar_allows(tmp_path):
+    from gpualign_plugin.cli.main import main
+
+    (tmp_path / "q.fa").write_text(">q1\nMKVLHEEQRSTWACDEFG\n>q2\nMKVLHAEQRSTWACDEFG\n")
+    (tmp_path / "t.fa").write_text(">t\nMKVLH*EQRSTWACDEFG\n")
+    assert main(["pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+                 "--mode", "global", "--matrix", "BLOSUM62", "--backend", "cpu",
+                 "--out", str(tmp_path / "x.sam")]) == 0
+    _, records = read_bam(tmp_path / "x.sam")
+    assert [(r.query_name, r.has_tag("MD")) for r in records] == [("q1", False), ("q2", False)]
+    (tmp_path / "t.fa").write_text(">t\nMKVLHAEQRSTWACDEFG*\n")
+    assert main(["pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+                 "--mode", "semiglobal", "--matrix", "BLOSUM62", "--backend", "cpu",
+                 "--out", str(tmp_path / "y.sam")]) == 0
+    _, records = read_bam(tmp_path / "y.sam")
+    assert {r.query_name: r.get_tag("MD") for r in records} == {"q1": "5A12", "q2": "18"}
+
+
 @pytest.mark.parametrize("fmt", ["bam", "sam"])
 def test_round_trip_of_every_field(tmp_path, fmt):
     alignments, queries, targets = hand_alignments()

@@ -1,0 +1,98 @@
+"""Command-line conventions: scoring defaults follow the sequences, output directories are
+made as needed, counts read as English, global options stand anywhere."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from gpualign_plugin.cli.common import counted, detected_kind, sequence_kind
+from gpualign_plugin.cli.main import main
+
+PROTEINS = ">p1\nMKVLHEEQRSTWACDEFGHIKLMNPQRSTVWY\n>p2\nMKVLHEQRSTWACDEFGHIKLLNPQRSTVWY\n"
+TARGET_PROTEIN = ">t\nGGMKVLHEEQRSTWACDFGHIKLMNPQRSTVWYGG\n"
+DNA_QUERY = ">d1\nACGTTGCAAGCTTGACCGTAGGCTA\n"
+DNA_TARGET = ">dt\nTTTTACGTTGCAAGCTAGACCGTAGGCTATTTT\n"
+
+
+@pytest.fixture
+def run(caplog):
+    """Run ``gpualign *argv``; return the exit status and the log lines ('gpualign: ...')."""
+    def call(*argv):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gpualign"):
+            status = main(list(argv))
+        return status, "\n".join(f"gpualign: {message}" for message in caplog.messages)
+    return call
+
+
+def test_sequence_kind():
+    assert sequence_kind("ACGT") == "dna" and sequence_kind("acgun") == "dna"
+    assert sequence_kind("ACGTRYKM") == "dna"  # IUPAC codes
+    assert sequence_kind("MKVLHEEQRSTW") == "protein" and sequence_kind("ME*") == "protein"
+
+
+def test_detected_kind_needs_every_file_to_agree(tmp_path):
+    (tmp_path / "p.fa").write_text(PROTEINS)
+    (tmp_path / "d.fa").write_text(DNA_QUERY)
+    assert detected_kind([tmp_path / "p.fa"]) == "protein"
+    assert detected_kind([tmp_path / "d.fa"]) == "dna"
+    assert detected_kind([tmp_path / "p.fa", tmp_path / "d.fa"]) is None
+    assert detected_kind([tmp_path / "missing.fa"]) is None
+
+
+def test_protein_inputs_get_blosum62_defaults_and_one_line_says_so(tmp_path, run):
+    (tmp_path / "q.fa").write_text(PROTEINS)
+    (tmp_path / "t.fa").write_text(TARGET_PROTEIN)
+    common = ["pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+              "--backend", "cpu"]
+    status, err = run(*common, "--out", str(tmp_path / "auto.paf"))
+    assert status == 0, err
+    said = [line for line in err.splitlines() if "look like protein" in line]
+    assert said == ["gpualign: the sequences look like protein: scoring with BLOSUM62, gap open 11, "
+                    "extend 1 (--matrix or --match/--mismatch choose otherwise)"]
+    status, err = run(*common, "--matrix", "BLOSUM62", "--out", str(tmp_path / "given.paf"))
+    assert status == 0 and "look like" not in err
+    assert (tmp_path / "auto.paf").read_text() == (tmp_path / "given.paf").read_text() != ""
+
+
+def test_dna_inputs_to_search_get_dna_defaults(tmp_path, run):
+    (tmp_path / "q.fa").write_text(DNA_QUERY)
+    (tmp_path / "db.fa").write_text(DNA_TARGET)
+    common = ["search", "-q", str(tmp_path / "q.fa"), "--db", str(tmp_path / "db.fa"),
+              "--backend", "cpu"]
+    status, err = run(*common, "--out-blast", str(tmp_path / "auto.tsv"))
+    assert status == 0, err
+    assert "the sequences look like DNA: scoring with match 2, mismatch -3" in err
+    status, err = run(*common, "--match", "2", "--mismatch", "-3",
+                      "--out-blast", str(tmp_path / "given.tsv"))
+    assert status == 0, err
+    assert (tmp_path / "auto.tsv").read_text() == (tmp_path / "given.tsv").read_text() != ""
+
+
+def test_output_directories_are_made_and_counts_agree(tmp_path, run):
+    (tmp_path / "q.fa").write_text(DNA_QUERY)
+    (tmp_path / "t.fa").write_text(DNA_TARGET)
+    status, err = run("pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+                      "--backend", "cpu", "--out", str(tmp_path / "new" / "deep" / "x.bam"),
+                      "--stats", str(tmp_path / "other" / "s.json"))
+    assert status == 0, err
+    assert (tmp_path / "new" / "deep" / "x.bam").stat().st_size > 0
+    assert (tmp_path / "new" / "deep" / "x.bam.bai").exists()
+    assert (tmp_path / "other" / "s.json").exists()
+    assert "gpualign: 1 alignment of 1 query (cpu" in err
+    (tmp_path / "pairs.txt").write_text("d1 dt\n")
+    status, err = run("syntenic", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+                      "--pairs", str(tmp_path / "pairs.txt"), "-o", str(tmp_path / "syn" / "x"),
+                      "--backend", "cpu")
+    assert status == 0, err
+    assert (tmp_path / "syn" / "x.blocks.tsv").exists()
+    assert "1 pair aligned" in err
+
+
+@pytest.mark.parametrize("number, words, expected", [
+    (0, ("query", "queries"), "0 queries"), (1, ("query", "queries"), "1 query"),
+    (2, ("alignment",), "2 alignments"), (1, ("alignment",), "1 alignment")])
+def test_counted(number, words, expected):
+    assert counted(number, *words) == expected
