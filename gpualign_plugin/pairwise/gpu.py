@@ -36,6 +36,7 @@ direction bytes (pinned), ``O(m + n)`` boundary values.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from dataclasses import dataclass
 
@@ -788,12 +789,35 @@ class _Traceback:
         return solved
 
 
+@functools.lru_cache(maxsize=1)
+def warm_walk() -> threading.Thread:
+    """Load the host walk (:func:`_trace_chunk`, Numba) in a background thread, once per process.
+
+    The first Numba call of a process pays Numba's start-up (seconds on a loaded host)
+    even with the compiled walk in its disk cache; started before the score pass, that
+    happens while the host only waits for the GPU (CuPy releases the GIL while it
+    synchronises). The walk's arguments here have the types the traceback passes.
+    """
+    thread = threading.Thread(target=_trace_chunk, args=_warm_walk_args(), daemon=True,
+                              name="gpualign-warm-walk")
+    thread.start()
+    return thread
+
+
+def _warm_walk_args() -> tuple:
+    """Arguments of a :func:`_trace_chunk` call that ends at once (cell (0, 0)), typed as the traceback's."""
+    nothing = np.zeros(0, dtype=np.uint8)
+    return (nothing, 64, CHUNK_ROWS_PER_LANE, 0, 0, 0, nothing, nothing, cpu._MODE_CODES["local"], 0, 0,
+            STATE_H, np.zeros(1, dtype=np.uint8), 0)
+
+
 class _Pass:
     """Phase 1 of an alignment under a plan (the score pass with level-0 checkpoints), kept so
     that phases 2 and 3 (:meth:`finish`) can follow at once or later."""
 
     def __init__(self, query, target, scheme, mode, device, plan: MemoryPlan, started: float):
         m, n = len(query), len(target)
+        warm_walk()
         self.plan = plan
         self.sweep = sweep = _Sweep(query, target, scheme, mode, device)
         self.timing = {"region_sweeps": 0, "region_s": 0.0, "windows": 0, "chunks_solved": 0,

@@ -66,3 +66,20 @@ def test_layout_walk_equals_band_walk(mode):
                                   end.query_end, end.target_end, kernels.STATE_H, gpu_ops, 0)
         assert walked == expected
         assert np.array_equal(gpu_ops[: walked[3]], cpu_ops[: expected[3]])
+
+
+
+def test_background_warm_up_compiles_the_walk_for_the_types_the_traceback_passes():
+    # gpu.warm_walk loads the walk while the GPU scores; it must compile the very signature the
+    # traceback then uses (a slice of a pinned buffer of direction bytes, uint8 sequences and path,
+    # Python ints), or the first traceback would compile again.
+    import numba
+
+    gpu.warm_walk().join()
+    pinned_like = np.frombuffer(bytearray(64), dtype=np.uint8)  # as kernels.pinned_bytes makes it
+    a = np.array([0, 1, 2, 3], np.uint8)
+    ops = np.empty(8, dtype=np.uint8)
+    traceback_args = (pinned_like[:32], 64, gpu.CHUNK_ROWS_PER_LANE, 4 + 31, 0, 0, a, a,
+                      MODES["local"], 4, 4, kernels.STATE_H, ops, 0)
+    assert [numba.typeof(x) for x in gpu._warm_walk_args()] == [numba.typeof(x) for x in traceback_args]
+    assert len(gpu._trace_chunk.signatures) >= 1
