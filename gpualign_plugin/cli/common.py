@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -172,49 +173,94 @@ def apply_threads(threads: int) -> int:
     return count
 
 
-class Progress:
-    """A progress bar on stderr, shown only when stderr is a terminal.
+#: Environment variable: seconds between progress lines off a terminal (0 turns them off).
+HEARTBEAT_VARIABLE = "GPUALIGN_HEARTBEAT_SECONDS"
+DEFAULT_HEARTBEAT_SECONDS = 30.0
 
-    Use as a context manager; call :meth:`advance` with the units done.
+
+def heartbeat_seconds() -> float:
+    """Seconds between heartbeat lines: ``$GPUALIGN_HEARTBEAT_SECONDS``, default 30, 0 = none."""
+    text = os.environ.get(HEARTBEAT_VARIABLE, "")
+    try:
+        value = float(text) if text.strip() else DEFAULT_HEARTBEAT_SECONDS
+    except ValueError:
+        raise InputError(f"{HEARTBEAT_VARIABLE} must be a number of seconds, got {text!r}") from None
+    if not value >= 0:
+        raise InputError(f"{HEARTBEAT_VARIABLE} must be 0 or more, got {text!r}")
+    return value
+
+
+class Progress:
+    """Progress of a long command on stderr, counted in ``unit`` (DP cells by default).
+
+    On a terminal, a tqdm bar: percentage, units done, rate and time left. Elsewhere
+    (Snakemake and SLURM logs) a background thread writes one timestamped line every
+    :func:`heartbeat_seconds` with the same figures, so a log shows life and speed even
+    while one long pair is computed and nothing advances. Use as a context manager; call
+    :meth:`advance` (from any thread) with the units done.
     """
 
-    def __init__(self, total: int, label: str, stream=None):
+    def __init__(self, total: int, label: str, stream=None, unit: str = "cells"):
         self.total = max(int(total), 1)
         self.label = label
+        self.unit = unit
         self.done = 0
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty()
+        self.on_terminal = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = heartbeat_seconds()
         self.started = time.monotonic()
-        self._last_draw = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._bar = None
+        self._thread = None
 
     def __enter__(self) -> "Progress":
-        self._draw(force=True)
+        self.started = time.monotonic()
+        if self.on_terminal:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.total, desc=self.label, unit=f" {self.unit}", unit_scale=True,
+                             file=self.stream, dynamic_ncols=True, mininterval=0.2, leave=True)
+        elif self.interval > 0:
+            self._thread = threading.Thread(target=self._beat, name="gpualign-heartbeat",
+                                            daemon=True)
+            self._thread.start()
         return self
 
     def advance(self, units: int = 1) -> None:
-        """Add ``units`` of finished work and redraw at most ten times a second."""
-        self.done = min(self.total, self.done + units)
-        self._draw()
+        """Add ``units`` of finished work."""
+        with self._lock:
+            units = min(int(units), self.total - self.done)
+            self.done += units
+            if self._bar is not None and units > 0:
+                self._bar.update(units)
 
-    def _draw(self, force: bool = False) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if not force and now - self._last_draw < 0.1 and self.done < self.total:
-            return
-        self._last_draw = now
-        fraction = self.done / self.total
-        width = 30
-        bar = "#" * int(fraction * width)
-        elapsed = now - self.started
-        self.stream.write(f"\r{self.label} [{bar:<{width}}] {100 * fraction:5.1f}% {elapsed:6.1f}s")
-        self.stream.flush()
+    def heartbeat_line(self) -> str:
+        """One line: UTC time, label, percentage, units done of the total, rate, time left."""
+        from tqdm import tqdm
+
+        elapsed = time.monotonic() - self.started
+        with self._lock:
+            done = self.done
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = f"about {tqdm.format_interval((self.total - done) / rate)} left" if rate > 0 else \
+            "time left unknown"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return (f"{stamp} gpualign: {self.label}: {100.0 * done / self.total:.1f}% "
+                f"({tqdm.format_sizeof(done)} of {tqdm.format_sizeof(self.total)} {self.unit}) "
+                f"in {tqdm.format_interval(elapsed)}, {tqdm.format_sizeof(rate)} {self.unit}/s, {left}")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.stream.write(self.heartbeat_line() + "\n")
+            self.stream.flush()
 
     def __exit__(self, *exc) -> None:
-        if self.enabled:
-            self._draw(force=True)
-            self.stream.write("\n")
-            self.stream.flush()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._bar is not None:
+            self._bar.close()
 
 
 @dataclass

@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     start, stop = shard_range(len(names), args.shards, args.shard)
     residues = args.db_size if args.db_size is not None else database.residues
     stats = RunStats("search", engine=engine, device=describe_device(engine, args.device), threads=threads)
-    with Progress(sum(lengths[start:stop]), "search") as progress:
+    with Progress(sum(lengths[start:stop]), "search", unit="database residues") as progress:
         def advanced(database_residues: int, cells: int) -> None:
             progress.advance(database_residues)
             stats.cells += cells

@@ -1,0 +1,91 @@
+"""Progress a person can read: a tqdm bar on a terminal, timestamped heartbeat lines elsewhere."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from paths import REPO
+
+from gpualign_plugin.cli.common import Progress, heartbeat_seconds
+from gpualign_plugin.errors import InputError
+
+LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ gpualign: pairwise: (\d+\.\d)% \(\S+ of 1\.00G cells\) "
+                  r"in \d\d:\d\d, \S+ cells/s, (about \d\d:\d\d left|time left unknown)$")
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_off_a_terminal_heartbeat_lines_come_while_work_goes_on(monkeypatch):
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0.1")
+    stream = io.StringIO()
+    with Progress(10**9, "pairwise", stream=stream) as progress:
+        for _ in range(6):
+            time.sleep(0.1)
+            progress.advance(10**8)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 3 and "\r" not in stream.getvalue()
+    percentages = []
+    for line in lines:
+        match = LINE.match(line)
+        assert match, line
+        percentages.append(float(match.group(1)))
+    assert percentages == sorted(percentages) and percentages[-1] > 0
+
+
+def test_heartbeat_shows_life_while_nothing_advances(monkeypatch):
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0.05")
+    stream = io.StringIO()
+    with Progress(10**9, "pairwise", stream=stream):
+        time.sleep(0.3)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 2 and all(LINE.match(line) for line in lines)
+    assert all("0.0%" in line and "time left unknown" in line for line in lines)
+
+
+def test_heartbeat_off_and_bad_values(monkeypatch):
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0")
+    stream = io.StringIO()
+    with Progress(100, "x", stream=stream) as progress:
+        progress.advance(100)
+    assert stream.getvalue() == ""
+    monkeypatch.delenv("GPUALIGN_HEARTBEAT_SECONDS")
+    assert heartbeat_seconds() == 30.0
+    for bad in ("soon", "-1"):
+        monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", bad)
+        with pytest.raises(InputError, match="GPUALIGN_HEARTBEAT_SECONDS"):
+            heartbeat_seconds()
+
+
+def test_on_a_terminal_a_bar_with_rate_and_time_left():
+    stream = Terminal()
+    with Progress(4 * 10**6, "align3", stream=stream) as progress:
+        for _ in range(4):
+            time.sleep(0.25)
+            progress.advance(10**6)
+    text = stream.getvalue()
+    assert "align3" in text and "100%" in text and "4.00M/4.00M" in text
+    assert re.search(r"\[\d\d:\d\d<\d\d:\d\d, +[\d.]+[kMG]? cells/s\]", text), text
+
+
+def test_a_command_in_a_log_writes_heartbeats(tmp_path):
+    """`gpualign align3` with stderr to a file (as under Snakemake): heartbeat lines appear."""
+    fasta = tmp_path / "three.fa"
+    rng = __import__("numpy").random.default_rng(5)
+    fasta.write_text("".join(f">s{k}\n{''.join(rng.choice(list('ACGT'), size=150))}\n" for k in range(3)))
+    env = dict(os.environ, GPUALIGN_HEARTBEAT_SECONDS="0.02",
+               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-m", "gpualign_plugin.cli.main", "align3", "--fasta",
+                             str(fasta), "--maf", str(tmp_path / "x.maf"), "--backend", "cpu"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    beats = [line for line in result.stderr.splitlines() if " gpualign: align3: " in line]
+    assert beats and all(re.match(r"^\d{4}-\d\d-\d\dT\S+Z gpualign: align3: \d+\.\d% ", b) for b in beats)
