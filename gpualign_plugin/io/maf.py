@@ -7,6 +7,10 @@ minus strand it counts on the reverse complement of the source, so a row's resid
 ``reverse_complement(source)[start:start + size]``. In memory
 (:class:`~gpualign_plugin.model.MultipleAlignment`) intervals stay on the forward strand;
 the conversion happens here and nowhere else.
+
+Biopython's MAF writer (``Bio.Align.write(..., "maf")``) gives another file (scores as
+``342.000000``, no ``scoring=`` or comment lines), so the writer is this module's; the tests
+read what it writes with Biopython's MAF parser.
 """
 
 from __future__ import annotations

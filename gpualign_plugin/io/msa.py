@@ -6,17 +6,22 @@ from gpualign_plugin.model import MultipleAlignment
 
 
 def write_aligned_fasta(handle, alignment: MultipleAlignment, width: int = 60) -> None:
-    """Write the gapped rows as FASTA records, ``width`` columns a line.
+    """Write the gapped rows as FASTA records, ``width`` columns a line (Biopython's writer).
 
     Each header is ``>ID source=SRC start=S end=E strand=+|-`` with the 0-based half-open
     forward-strand interval; a minus-strand row reads the reverse complement of it.
+    Letter case is kept.
     """
-    for row, text in enumerate(alignment.rows):
-        handle.write(f">{alignment.ids[row]} source={alignment.sources[row]} "
-                     f"start={alignment.starts[row]} end={alignment.ends[row]} "
-                     f"strand={alignment.strands[row]}\n")
-        for start in range(0, len(text), width):
-            handle.write(text[start:start + width] + "\n")
+    from Bio.Seq import Seq
+    from Bio.SeqIO.FastaIO import FastaWriter
+    from Bio.SeqRecord import SeqRecord
+
+    records = [SeqRecord(Seq(text), id=alignment.ids[row],
+                         description=f"{alignment.ids[row]} source={alignment.sources[row]} "
+                                     f"start={alignment.starts[row]} end={alignment.ends[row]} "
+                                     f"strand={alignment.strands[row]}")
+               for row, text in enumerate(alignment.rows)]
+    FastaWriter(handle, wrap=width).write_file(records)
 
 
 def conservation_line(alignment: MultipleAlignment) -> str:
@@ -34,7 +39,9 @@ def write_clustal(handle, alignment: MultipleAlignment, width: int = 60) -> None
     The header names the program and the score; each block holds one line per row
     (the id padded to a common width, then the columns) and the conservation line of
     :func:`conservation_line`, followed by a blank line. Readers of the CLUSTAL format
-    (e.g. Biopython's ``AlignIO`` ``"clustal"``) read it.
+    (e.g. Biopython's ``AlignIO`` ``"clustal"``) read it. Written here rather than by
+    Biopython, whose Clustal writer gives another file (a fixed ``CLUSTAL X (1.81)`` header,
+    names padded to 36 columns, 50 columns a line, no conservation line unless one is given).
     """
     handle.write(f"CLUSTAL multiple sequence alignment by gpualign align3 "
                  f"(sum-of-pairs score {alignment.score})\n\n\n")

@@ -613,3 +613,26 @@ def test_pairwise_text_failure_mid_write_leaves_no_file(tmp_path):
         write_pairwise_text(tmp_path / "out.txt", [alignments[1], alignments[0]], queries,
                             targets[:1], DNA, "test")
     assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- aligned FASTA
+
+
+def test_aligned_fasta_layout_by_hand():
+    """Biopython's FASTA writer gives the documented layout: header fields, 60 columns, case kept."""
+    from gpualign_plugin.io.msa import write_aligned_fasta
+    from gpualign_plugin.model import MultipleAlignment
+
+    rows = ("ac" + "G" * 60 + "-T", "AC" + "G" * 60 + "AT", "-C" + "G" * 60 + "AT")
+    alignment = MultipleAlignment(ids=("a", "b", "c"), sources=("x.a", "x.b", "x.c"), rows=rows,
+                                  score=7, starts=(0, 3, 5), ends=(63, 67, 68),
+                                  strands=("+", "-", "+"), source_lengths=(63, 70, 80))
+    handle = io.StringIO()
+    write_aligned_fasta(handle, alignment)
+    assert handle.getvalue() == (
+        ">a source=x.a start=0 end=63 strand=+\nac" + "G" * 58 + "\nGG-T\n"
+        ">b source=x.b start=3 end=67 strand=-\nAC" + "G" * 58 + "\nGGAT\n"
+        ">c source=x.c start=5 end=68 strand=+\n-C" + "G" * 58 + "\nGGAT\n")
+    narrow = io.StringIO()
+    write_aligned_fasta(narrow, alignment, width=30)
+    assert narrow.getvalue().splitlines()[1:4] == ["ac" + "G" * 28, "G" * 30, "GG-T"]
