@@ -578,4 +578,8 @@ def cigar_from_ops(ops: np.ndarray) -> Cigar:
         return Cigar(())
     starts = np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1])))
     lengths = np.diff(np.append(starts, ops.size))
-    return Cigar(tuple((int(n), OP_LETTERS[ops[s]]) for s, n in zip(starts, lengths)))
+    return Cigar(tuple(zip(lengths.tolist(), _OP_ARRAY[ops[starts]].tolist())))
+
+
+_OP_ARRAY = np.array(list(OP_LETTERS))
+""":data:`OP_LETTERS` as an array, to look the letters of many runs up at once."""

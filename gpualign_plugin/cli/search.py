@@ -23,7 +23,7 @@ EPILOG = """examples:
   gpualign search -q reads.fa -d genomes.fa --match 2 --mismatch -3 --top 5 --out-blast hits.m8
   # scatter a database over 4 jobs, then merge (same output as one job)
   for i in 0 1 2 3; do gpualign search -q q.fa -d db.fa --shards 4 --shard $i --out-hits part$i.hits; done
-  gpualign merge-hits part*.hits --out-blast hits.m8 --out-tsv hits.tsv"""
+  gpualign merge-hits part*.hits --out-blast hits.m8 --out-tsv hits.tsv --out-sam hits.sam"""
 
 
 def register(subparsers) -> None:
@@ -44,7 +44,8 @@ def register(subparsers) -> None:
     add_output_options(parser)
     parser.add_argument("--out-hits", metavar="PATH",
                         help="shard interchange file for 'gpualign merge-hits' (required with --shards)")
-    parser.add_argument("--top", type=int, default=10, metavar="K", help="hits kept per query [10]")
+    parser.add_argument("--top", "--max-hits", dest="top", type=int, default=10, metavar="K",
+                        help="hits kept per query (BLAST's -max_target_seqs) [10]")
     parser.add_argument("--strand", choices=("both", "plus"),
                         help="search the query's reverse complement too [both for DNA, plus for protein]")
     parser.add_argument("--chunk-residues", type=int, default=20_000_000, metavar="N",
@@ -65,7 +66,10 @@ def register(subparsers) -> None:
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """``--out-blast``, ``--out-tsv`` and ``--out-sam`` (shared with ``merge-hits``)."""
+    """``--out-blast``, ``--out-tsv``, ``--out-sam`` and ``--evalue`` (shared with ``merge-hits``)."""
+    parser.add_argument("--evalue", type=float, metavar="E",
+                        help="report only hits with an E-value of at most E (BLAST's -evalue; applied "
+                             "to the outputs, after the top hits are chosen) [no limit]")
     parser.add_argument("--out-blast", metavar="PATH", help="BLAST tabular (-outfmt 6, 12 columns)")
     parser.add_argument("--out-tsv", metavar="PATH",
                         help="hits TSV: lengths, raw score, bit score, E-value, strand, coordinates, CIGAR")
@@ -75,7 +79,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def requested_outputs(args: argparse.Namespace) -> list[str]:
-    """The output paths given, each checked writable; SAM paths must end in .sam or .bam."""
+    """The output paths given, each checked writable; SAM paths must end in .sam or .bam; --evalue > 0."""
+    if args.evalue is not None and not args.evalue > 0:
+        raise InputError(f"--evalue must be a positive number, got {args.evalue}")
     paths = [p for p in (args.out_blast, args.out_tsv, args.out_sam) if p]
     if args.out_sam and os.path.splitext(args.out_sam)[1].lower() not in (".sam", ".bam"):
         raise InputError("--out-sam must end in .sam or .bam", path=args.out_sam)
@@ -104,6 +110,15 @@ def shard_range(records: int, shards: int, shard: int) -> tuple[int, int]:
     if not 0 <= shard < shards:
         raise InputError(f"--shard must be in 0..{shards - 1}, got {shard}")
     return records * shard // shards, records * (shard + 1) // shards
+
+
+def significant(result, evalue: float | None):
+    """``result`` (finished) without the hits whose E-value exceeds ``evalue`` (None: all kept)."""
+    import dataclasses
+
+    if evalue is None:
+        return result
+    return dataclasses.replace(result, hits=[hit for hit in result.hits if hit.evalue <= evalue])
 
 
 def write_search_outputs(args: argparse.Namespace, result, scheme, queries, names: list[str],
@@ -159,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     threads = apply_threads(args.threads)
     queries = read_fasta(args.query, scheme)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
-    database = load_database(args.db, scheme)
+    database = load_database(args.db, scheme, verify="background")
     names, lengths = database.names, database.lengths.tolist()
     start, stop = shard_range(len(names), args.shards, args.shard)
     residues = args.db_size if args.db_size is not None else database.residues
@@ -177,12 +192,14 @@ def run(args: argparse.Namespace) -> int:
              counted(len(queries), "query", "queries"),
              counted(stop - start, "database sequence"),
              stats.device if engine == "gpu" else f"{threads} CPU threads", stats.gcups)
+    database.confirm()  # the checksums of a prepared database, checked during the search
     with all_or_none() as written:
         if args.out_hits:
-            write_hits(args.out_hits, result, scheme.describe(), args.shard, args.shards)
+            write_hits(args.out_hits, result, scheme.describe(), args.shard, args.shards, queries,
+                       start, names[start:stop], lengths[start:stop])
             written.append(args.out_hits)
         if paths:
-            result = finish(result, scheme)
+            result = significant(finish(result, scheme), args.evalue)
             log.info("statistics: lambda %.4g, K %.4g (%s)", result.parameters.lam,
                      result.parameters.k, result.parameters.source)
             write_search_outputs(args, result, scheme, queries, names, lengths)

@@ -144,6 +144,14 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
         result = cpu.align_pair(codes, target.codes, scheme, mode)
     else:
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    return alignment_of(query, target, result, mode, strand)
+
+
+def alignment_of(query: Sequence, target: Sequence, result: PairAlignment, mode: str,
+                 strand: str = "+") -> Alignment | None:
+    """The :class:`~gpualign_plugin.model.Alignment` of a pair's ``result`` (of the query's
+    ``strand``; on ``'-'`` coordinates are mapped back to the forward strand), as
+    :func:`align_sequences` returns it; ``None`` for a local result scoring <= 0."""
     if mode == "local" and result.score <= 0:
         return None
     m = len(query)

@@ -9,11 +9,13 @@ Two passes:
    shards merge exactly because the ranking is a total order (below). With
    ``backend='gpu'`` the scores come from :mod:`gpualign_plugin.search.gpu`
    (the same matrix), and everything after them is this module's.
-2. **Alignment pass**: each reported hit is re-aligned with
-   :func:`gpualign_plugin.pairwise.cpu.align_sequences` (on the CPU, hits in
-   parallel over ``numba.get_num_threads()`` threads), so its coordinates
-   and CIGAR are exactly the pairwise engine's (same recurrence, same end-cell
-   and traceback rules, docs/ALGORITHMS.md); its score must equal the score pass's.
+2. **Alignment pass**: each reported hit is re-aligned, the short ones together
+   by :func:`gpualign_plugin.batch.api.align_batch` on the search's backend (one
+   batched GPU launch with ``backend='gpu'``) and the long ones at the same time
+   by :func:`gpualign_plugin.pairwise.api.align_sequences` on the CPU threads (see
+   :data:`BATCH_CELLS`), so its coordinates and CIGAR are exactly the pairwise
+   engine's (same recurrence, same end-cell and traceback rules,
+   docs/ALGORITHMS.md); its score must equal the score pass's.
 
 **Ranking of hits** (docs/ALGORITHMS.md, "Database search"): score descending,
 then the target's index in the database file, then ``+`` before ``-``. Only
@@ -33,7 +35,7 @@ import numba
 import numpy as np
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.model import Alignment, Hit, SearchResult
+from gpualign_plugin.model import Hit, SearchResult
 from gpualign_plugin.pairwise.api import align_sequences, strand_signs
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.search import cpu as kernels
@@ -163,9 +165,8 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
         Called with ``(database residues, cells)`` as the score pass advances
         (every few seconds of work; for progress bars and statistics).
     backend : {'cpu', 'gpu'}
-        Where the score pass runs (:func:`score_database`); the alignment pass
-        (short hits, a few per query) runs on the CPU pairwise engine either way,
-        so the result is the same.
+        Where the score pass and the batched alignment of the short hits run
+        (long hits align on the CPU threads either way); the result is the same.
     device : int
         CUDA device ordinal for the GPU backend.
     span : (int, int), optional
@@ -206,14 +207,8 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
     kept_targets = {i: database.record(i) if prepared else records[i] for i in live}
     jobs = [(q, index, strand, score) for q in range(len(queries))
             for score, index, strand in zip(*(array.tolist() for array in kept[q]))]
-
-    def align(job):
-        q, index, strand, score = job
-        return Hit(q, index, _align_hit(queries[q], kept_targets[index], scheme, signs[strand], score))
-
-    # The pairwise kernels release the GIL: hits align in parallel, listed in rank order.
-    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool:
-        hits = list(pool.map(align, jobs))
+    hits = _align_hits(jobs, queries, oriented, n_strands, kept_targets, scheme, signs, backend,
+                       (devices or [device])[0])
     return SearchResult([(q.id, len(q)) for q in queries], hits, top, database_residues,
                         database_sequences, histogram, targets=kept_targets)
 
@@ -287,13 +282,51 @@ def _record_chunks(database: Iterable[tuple[int, Sequence]], chunk_residues: int
                [record.codes for _, record in chunk], [record for _, record in chunk])
 
 
-def _align_hit(query: Sequence, target: Sequence, scheme: ScoringScheme, strand: str,
-               score: int) -> Alignment:
-    alignment = align_sequences(query, target, scheme, "local", strand=strand)
-    if alignment is None or alignment.score != score:
-        raise RuntimeError(f"score pass and pairwise engine disagree on {query.id} vs {target.id} "
-                           f"({strand}): {score} vs {alignment.score if alignment else 0}")
-    return alignment
+BATCH_CELLS = 1 << 24
+"""Hits of at most this many cells (query x target residues) are aligned together by
+:func:`gpualign_plugin.batch.api.align_batch`, on the search's backend (on the GPU one warp per
+pair; on the CPU one full direction matrix per pair, pairs in parallel over the cores); longer
+ones by the pairwise engine's checkpointed traceback on the CPU, hits in parallel over threads,
+at the same time. All give the pairwise engine's alignment."""
+
+
+def _align_hits(jobs, queries, oriented, n_strands, targets, scheme, signs, backend: str = "cpu",
+                device: int = 0) -> list[Hit]:
+    """Align each ``(query, target index, strand number, score)`` job; the hits in job order.
+
+    Every alignment must score what the score pass found (RuntimeError otherwise).
+    """
+    from gpualign_plugin.batch import api as batch
+    from gpualign_plugin.pairwise.api import alignment_of
+
+    short = [k for k, (q, index, _, _) in enumerate(jobs)
+             if len(queries[q]) * len(targets[index]) <= BATCH_CELLS]
+    long = sorted(set(range(len(jobs))) - set(short),
+                  key=lambda k: -len(queries[jobs[k][0]]) * len(targets[jobs[k][1]]))
+    alignments: list = [None] * len(jobs)
+
+    def align(k):
+        q, index, strand, _ = jobs[k]
+        return align_sequences(queries[q], targets[index], scheme, "local", strand=signs[strand])
+
+    # The pairwise kernels release the GIL: long hits align on the CPU threads meanwhile.
+    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool:
+        pending = pool.map(align, long)
+        pairs = [(oriented[jobs[k][0] * n_strands + jobs[k][2]], targets[jobs[k][1]].codes)
+                 for k in short]
+        for k, result in zip(short, batch.align_batch(pairs, scheme, "local", backend, device)):
+            q, index, strand, _ = jobs[k]
+            alignments[k] = alignment_of(queries[q], targets[index], result, "local", signs[strand])
+        for k, alignment in zip(long, pending):
+            alignments[k] = alignment
+    hits = []
+    for (q, index, strand, score), alignment in zip(jobs, alignments):
+        if alignment is None or alignment.score != score:
+            raise RuntimeError(f"score pass and pairwise engine disagree on {queries[q].id} vs "
+                               f"{targets[index].id} ({signs[strand]}): {score} vs "
+                               f"{alignment.score if alignment else 0}")
+        hits.append(Hit(q, index, alignment))
+    return hits
 
 
 def merge_results(parts: list[SearchResult]) -> SearchResult:

@@ -266,18 +266,19 @@ def interleave_records(codes: np.ndarray, offsets: np.ndarray, order: np.ndarray
     return packed, batch_offsets, widths, lane_target
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, parallel=True)
 def _scatter(packed, codes, offsets, lane_target, batch_offsets):
     """Copy each record's codes into its lane: residue ``j`` of slot ``b * LANES + l`` at
-    ``packed[batch_offsets[b] + j * LANES + l]``."""
-    for slot in range(lane_target.shape[0]):
-        index = lane_target[slot]
-        if index < 0:
-            continue
-        base = batch_offsets[slot // LANES] + slot % LANES
-        start = offsets[index]
-        for j in range(offsets[index + 1] - start):
-            packed[base + j * LANES] = codes[start + j]
+    ``packed[batch_offsets[b] + j * LANES + l]`` (batches in parallel)."""
+    for b in prange(batch_offsets.shape[0]):
+        for lane in range(LANES):
+            index = lane_target[b * LANES + lane]
+            if index < 0:
+                continue
+            base = batch_offsets[b] + lane
+            start = offsets[index]
+            for j in range(offsets[index + 1] - start):
+                packed[base + j * LANES] = codes[start + j]
 
 
 def pack_targets(queries: list, targets: list, scheme) -> tuple:

@@ -75,8 +75,12 @@ class Database:
         ``uint8`` residues as read (case kept), same layout as ``codes``.
     offsets : numpy.ndarray
         ``int64``, ``len(self) + 1`` boundaries: record ``i`` is ``codes[offsets[i]:offsets[i+1]]``.
-    names, descriptions : list of str
-        Record ids and the rest of each header line, in file order.
+    names : list of str
+        Record ids, in file order.
+    descriptions : list of str or numpy.ndarray
+        The rest of each header line, in file order; or, as a prepared
+        database stores them, a ``uint8`` array of them joined by newlines
+        (split on first use: see :meth:`description`).
     source : str
         The file it was read from (for messages).
     """
@@ -86,9 +90,10 @@ class Database:
     text: np.ndarray
     offsets: np.ndarray
     names: list
-    descriptions: list
+    descriptions: list | np.ndarray
     source: str = ""
     _order: np.ndarray | None = field(default=None, repr=False)
+    _pending: object = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -119,7 +124,20 @@ class Database:
         start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
         text = bytes(self.text[start:stop]).decode("latin-1")
         return Sequence(self.names[index], text, np.asarray(self.codes[start:stop]),
-                        self.descriptions[index])
+                        self.description(index))
+
+    def description(self, index: int) -> str:
+        """The header text after the name of record ``index``."""
+        if isinstance(self.descriptions, np.ndarray):
+            self.descriptions = _unblob(self.descriptions, len(self.names))
+        return self.descriptions[index]
+
+    def confirm(self) -> None:
+        """Wait for a checksum check started in the background (:func:`open_database`) and raise
+        its :class:`InputError` if the files are damaged; nothing when no check is pending."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
 
     def check_scheme(self, scheme: ScoringScheme) -> None:
         """Raise :class:`InputError` when ``scheme``'s alphabet is not the one the codes are in."""
@@ -227,8 +245,9 @@ def is_prepared(path: str | os.PathLike) -> bool:
     return os.path.isdir(path) and os.path.isfile(os.path.join(path, "header.json"))
 
 
-def load_database(path: str | os.PathLike, scheme: ScoringScheme) -> Database:
-    """A prepared database (:func:`open_database`) or a FASTA file (:func:`read_database`), by content.
+def load_database(path: str | os.PathLike, scheme: ScoringScheme, verify: bool | str = True) -> Database:
+    """A prepared database (:func:`open_database`, checked as ``verify`` says) or a FASTA file
+    (:func:`read_database`), told apart by content.
 
     Raises
     ------
@@ -237,7 +256,8 @@ def load_database(path: str | os.PathLike, scheme: ScoringScheme) -> Database:
         other than ``scheme``'s.
     """
     path = os.fspath(path)
-    database = open_database(path) if is_prepared(path) else read_database(path, scheme.alphabet)
+    database = (open_database(path, verify) if is_prepared(path)
+                else read_database(path, scheme.alphabet))
     database.check_scheme(scheme)
     return database
 
@@ -280,9 +300,10 @@ def write_database(database: Database, path: str | os.PathLike) -> None:
         raise InputError("output directory does not exist or is not writable", path=path)
     tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=parent)
     try:
+        descriptions = [database.description(k) for k in range(len(database))]
         arrays = {"codes": database.codes, "text": database.text, "offsets": database.offsets,
                   "lengths": database.lengths, "order": database.order,
-                  "names": _blob(database.names), "descriptions": _blob(database.descriptions)}
+                  "names": _blob(database.names), "descriptions": _blob(descriptions)}
         files = {}
         for name in ARRAYS:
             file = os.path.join(tmp, name + ".npy")
@@ -313,11 +334,15 @@ def _umask() -> int:
     return mask
 
 
-def open_database(path: str | os.PathLike, verify: bool = True) -> Database:
+def open_database(path: str | os.PathLike, verify: bool | str = True) -> Database:
     """Open the prepared database directory ``path``, its arrays memory-mapped.
 
-    ``verify`` checks every array file's CRC-32 (reads each once); sizes,
-    format, version and array shapes are always checked.
+    Sizes, format, version, array shapes and the range of the residue codes are
+    always checked (so damaged files cannot make an engine read out of bounds).
+    ``verify`` also checks every array file's CRC-32 (reads each once): ``True``
+    before returning, ``'background'`` in a thread while the caller goes on (the
+    caller must call :meth:`Database.confirm` before it writes any result),
+    ``False`` not at all.
 
     Raises
     ------
@@ -351,22 +376,35 @@ def open_database(path: str | os.PathLike, verify: bool = True) -> Database:
             if size != expected["bytes"]:
                 raise InputError(f"{name}.npy has {size} bytes, the header says {expected['bytes']} "
                                  "(truncated or replaced)", path=path)
-            if verify and _crc(file) != expected["crc32"]:
-                raise InputError(f"{name}.npy is corrupted (CRC-32 differs from the header's)",
-                                 path=path)
+            if verify is True:
+                _check_crc(path, name, expected["crc32"])
             arrays[name] = np.load(file, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{name}.npy cannot be read ({exc})", path=path) from None
     try:
         offsets = np.asarray(arrays["offsets"], dtype=np.int64)
         names = _unblob(arrays["names"], count)
-        descriptions = _unblob(arrays["descriptions"], count)
         if (len(offsets) != count + 1 or offsets[0] != 0 or offsets[-1] != residues
                 or arrays["codes"].shape != (residues,) or arrays["text"].shape != (residues,)
                 or arrays["order"].shape != (count,) or (np.diff(offsets) < 1).any()):
             raise ValueError("array sizes disagree with the header")
+        if residues and int(arrays["codes"].max()) >= (DNA if alphabet == DNA.name else PROTEIN).size:
+            raise ValueError("residue codes outside the alphabet")
     except ValueError as exc:
         raise InputError(f"prepared database is inconsistent: {exc}", path=path) from None
-    return Database(alphabet, arrays["codes"], arrays["text"], offsets, names, descriptions, path,
-                    np.asarray(arrays["order"]))
+    database = Database(alphabet, arrays["codes"], arrays["text"], offsets, names,
+                        np.asarray(arrays["descriptions"]), path, np.asarray(arrays["order"]))
+    if verify == "background":
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=1)
+        database._pending = pool.submit(
+            lambda: [_check_crc(path, name, files[name]["crc32"]) for name in ARRAYS])
+        pool.shutdown(wait=False)
+    return database
+
+
+def _check_crc(path: str, name: str, crc32: int) -> None:
+    if _crc(os.path.join(path, name + ".npy")) != crc32:
+        raise InputError(f"{name}.npy is corrupted (CRC-32 differs from the header's)", path=path)
 

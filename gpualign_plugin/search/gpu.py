@@ -241,22 +241,29 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
         with lock:
             on_progress(residues, cells)
 
-    def run(share: np.ndarray, device: int) -> list:
+    def pack(batches: np.ndarray) -> _Part:
+        records = rows[batches].ravel()
+        return _Part(*search_kernels.interleave_records(codes, offsets, records[records >= 0],
+                                                        scheme.matrix.shape[0]),
+                     lengths, lambda index: codes[offsets[index]:offsets[index + 1]])
+
+    def run(parts: list, device: int) -> list:
         found = []
-        for batches in _parts(share, widths, len(queries), memory_budget, device):
-            records = rows[batches].ravel()
-            part = _Part(*search_kernels.interleave_records(codes, offsets, records[records >= 0],
-                                                            scheme.matrix.shape[0]),
-                         lengths, lambda index: codes[offsets[index]:offsets[index + 1]])
+        for part in parts:
             scores = _scan(queries, part, scheme, device, progress if on_progress else None,
                            memory_budget, pair_cells, use16)
             found.append(_device_top(scores, part.lane_target, top, device))
+            del scores
         return found
 
+    # Packing runs here, before the device threads start (Numba's parallel regions are not
+    # to be entered from several threads at once).
     batches = np.arange(n_batches)
-    shares = [(batches[k::len(devices)], device) for k, device in enumerate(devices)]
+    jobs = [([pack(group) for group in _parts(batches[k::len(devices)], widths, len(queries),
+                                              memory_budget, device)], device)
+            for k, device in enumerate(devices)]
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-        found = [item for items in pool.map(lambda job: run(*job), shares) for item in items]
+        found = [item for items in pool.map(lambda job: run(*job), jobs) for item in items]
     return [(np.concatenate([part[q][0] for part in found]),
              np.concatenate([part[q][1] for part in found])) for q in range(len(queries))]
 

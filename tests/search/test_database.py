@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ def run_cli(*args) -> int:
 def assert_same_records(database, records):
     assert len(database) == len(records)
     assert database.names == [r.id for r in records]
-    assert database.descriptions == [r.description for r in records]
+    assert [database.description(k) for k in range(len(database))] == [r.description for r in records]
     for index, record in enumerate(records):
         mine = database.record(index)
         assert mine.text == record.text
@@ -127,8 +128,9 @@ def _damage(path, case):
     if case == "no_header":
         (path / "header.json").write_text("{")
         return "header.json"
-    header["alphabet"] = "dna"
-    (path / "header.json").write_text(json.dumps(header))
+    (path.parent / "dna.fa").write_text(">d1\nACGTTGCA\n")
+    shutil.rmtree(path)
+    assert run_cli("makedb", "--db", path.parent / "dna.fa", "--alphabet", "dna", "--out", path) == 0
     return "is a dna database but the scoring scheme is for protein"
 
 
@@ -143,6 +145,21 @@ def test_damaged_prepared_database_is_one_line_exit_2(tmp_path, capsys, case):
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpualign: error:") and expected in err and "\n" not in err
     assert str(db) in err and not out.exists()
+
+
+def test_background_check_reports_damage_on_confirm(tmp_path):
+    write_database(read_database(DB, PROTEIN), tmp_path / "x.gadb")
+    _damage(tmp_path / "x.gadb", "corrupted")
+    database = open_database(tmp_path / "x.gadb", verify="background")
+    with pytest.raises(InputError, match="CRC-32"):
+        database.confirm()
+    database.confirm()  # reported once
+    codes = tmp_path / "x.gadb" / "codes.npy"
+    data = bytearray(codes.read_bytes())
+    data[-1] = 200  # a code outside the alphabet is refused at once, checksum or not
+    codes.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="outside the alphabet"):
+        open_database(tmp_path / "x.gadb", verify=False)
 
 
 def test_load_database_tells_fasta_from_prepared(tmp_path):

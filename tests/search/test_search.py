@@ -153,6 +153,22 @@ def test_top_k_equals_brute_force_with_forced_ties(proteins):
                                  PROTEIN) == a.score
 
 
+@pytest.mark.parametrize("batch_cells", [1 << 24, 0], ids=["batched", "pairwise-threads"])
+def test_hit_alignments_are_the_pairwise_engines(proteins, monkeypatch, batch_cells):
+    from gpualign_plugin.pairwise.api import align_sequences
+    from gpualign_plugin.search import api
+
+    monkeypatch.setattr(api, "BATCH_CELLS", batch_cells)
+    queries, db = proteins
+    result = search(queries, enumerate(db), PROTEIN, 10**6, len(db), top=6)
+    assert len(result.hits) == 6 * len(queries)
+    for hit in result.hits:
+        assert hit.alignment == align_sequences(queries[hit.query_index], db[hit.target_index],
+                                                PROTEIN, "local")
+        assert hit.alignment.recompute_score(queries[hit.query_index].codes,
+                                             db[hit.target_index].codes, PROTEIN) == hit.alignment.score
+
+
 def test_dna_both_strands_ranked_plus_before_minus():
     rng = np.random.default_rng(11)
     palindrome = "ACGTTTAAACGT"  # its own reverse complement: both strands tie on every target
@@ -187,12 +203,20 @@ def test_hits_file_round_trip(tmp_path, proteins):
     result = search(queries, enumerate(db), PROTEIN, 999, len(db), top=3)
     result.histogram = ScoreHistogram()
     result.histogram.add_value(17, 3, 4000)
-    write_hits(tmp_path / "a.hits", result, PROTEIN.describe(), 2, 5)
-    back, description, shard, shards = read_hits(tmp_path / "a.hits")
-    assert (description, shard, shards) == (PROTEIN.describe(), 2, 5)
-    assert back.hits == result.hits and back.queries == result.queries
-    assert back.histogram.items() == [(17, 3, 4000)]
-    assert (back.top, back.database_residues, back.database_sequences) == (3, 999, len(db))
+    names, lengths = [t.id for t in db[4:9]], [len(t) for t in db[4:9]]
+    write_hits(tmp_path / "a.hits", result, PROTEIN.describe(), 2, 5, queries, 4, names, lengths)
+    back = read_hits(tmp_path / "a.hits")
+    assert (back.scheme, back.shard, back.shards) == (PROTEIN.describe(), 2, 5)
+    assert back.result.hits == result.hits and back.result.queries == result.queries
+    assert back.result.histogram.items() == [(17, 3, 4000)]
+    assert (back.result.top, back.result.database_residues,
+            back.result.database_sequences) == (3, 999, len(db))
+    assert back.query_texts == [q.text for q in queries]
+    assert (back.start, back.names, back.lengths) == (4, names, lengths)
+    assert back.target_texts == {h.target_index: db[h.target_index].text for h in result.hits}
+    (tmp_path / "old.hits").write_text("#gpualign-hits\t1\n#top\t3\n")
+    with pytest.raises(InputError, match="version 1 .hits file"):
+        read_hits(tmp_path / "old.hits")
 
 
 def test_evalues_follow_the_formula_and_fall_with_score(proteins):
@@ -271,8 +295,9 @@ def test_cli_shards_merge_to_the_single_job_byte_for_byte(tmp_path, fixture_path
     for shard in range(3):
         assert run_cli("search", "-q", query, "-d", db, "--top", 4, "--shards", 3, "--shard", shard,
                        *scoring, "--out-hits", tmp_path / f"part{shard}.hits") == 0
-    assert run_cli("merge-hits", *[tmp_path / f"part{s}.hits" for s in (2, 0, 1)], "-q", query,
-                   "-d", db, *scoring, "--out-blast", tmp_path / "m.m8", "--out-tsv", tmp_path / "m.tsv",
+    # merge-hits reads neither the queries nor the database: the .hits files carry what it needs.
+    assert run_cli("merge-hits", *[tmp_path / f"part{s}.hits" for s in (2, 0, 1)],
+                   *scoring, "--out-blast", tmp_path / "m.m8", "--out-tsv", tmp_path / "m.tsv",
                    "--out-sam", tmp_path / "m.sam") == 0
     for one, merged in (("one.m8", "m.m8"), ("one.tsv", "m.tsv")):
         assert (tmp_path / one).read_bytes() == (tmp_path / merged).read_bytes()
@@ -285,6 +310,22 @@ def test_cli_shards_merge_to_the_single_job_byte_for_byte(tmp_path, fixture_path
     assert source in (tmp_path / "one.tsv").read_text()
     rows = read_blast_tab(tmp_path / "one.m8")
     assert len(rows) == 16 and all(r["qstart"] <= r["qend"] and r["sstart"] <= r["send"] for r in rows)
+
+
+def test_cli_evalue_and_max_hits_filter_like_blast(tmp_path, fixture_paths, capsys):
+    query, db = fixture_paths
+    assert run_cli("search", "-q", query, "-d", db, "--top", 6, "--out-blast", tmp_path / "all.m8") == 0
+    rows = read_blast_tab(tmp_path / "all.m8")
+    values = sorted({r["evalue"] for r in rows})
+    cut = math.sqrt(values[len(values) // 2] * values[len(values) // 2 + 1])  # between two printed values
+    assert run_cli("search", "-q", query, "-d", db, "--max-hits", 6, "--evalue", cut,
+                   "--out-blast", tmp_path / "some.m8") == 0
+    kept = [r for r in rows if r["evalue"] <= cut]
+    assert 0 < len(kept) < len(rows)
+    assert read_blast_tab(tmp_path / "some.m8") == kept
+    capsys.readouterr()
+    assert run_cli("search", "-q", query, "-d", db, "--evalue", 0, "--out-blast", tmp_path / "x.m8") == 2
+    assert "--evalue must be a positive number" in capsys.readouterr().err
 
 
 def test_cli_dna_minus_strand_blast_coordinates(tmp_path):

@@ -134,6 +134,20 @@ def test_whole_search_equals_cpu_on_the_fixture():
     assert [h.alignment.cigar for h in runs[1].hits] == [h.alignment.cigar for h in runs[0].hits]
 
 
+def test_hits_aligned_in_one_gpu_batch_and_on_cpu_threads_equal_cpu(monkeypatch):
+    from gpualign_plugin.search import api
+    from gpualign_plugin.search.database import read_database
+    from gpualign_plugin.scoring import PROTEIN as ALPHABET
+
+    queries = read_fasta(os.path.join(DATA, "search_queries.fa"), PROTEIN)
+    database = read_database(os.path.join(DATA, "search_db.fa"), ALPHABET)
+    cpu = search(queries, database, PROTEIN, 10**6, len(database), top=8)
+    for cells in (1 << 24, 40_000):  # all hits in the GPU batch; the longer ones on CPU threads
+        monkeypatch.setattr(api, "BATCH_CELLS", cells)
+        gpu = search(queries, database, PROTEIN, 10**6, len(database), top=8, backend="gpu")
+        assert cpu.hits and gpu.hits == cpu.hits
+
+
 def test_whole_dna_search_both_strands_equals_cpu():
     rng = np.random.default_rng(12)
     targets = ["".join(rng.choice(list("ACGT"), n)) for n in rng.integers(20, 400, 70)]

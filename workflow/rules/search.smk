@@ -40,8 +40,6 @@ rule search_shard:
 
 rule merge_search:
     input:
-        queries=SEARCH["queries"],
-        database=SEARCH["database"],
         hits=expand(
             "results/search/shards/{shard}.hits", shard=shard_names(SEARCH["shards"])
         ),
@@ -62,6 +60,6 @@ rule merge_search:
         gpualign=GPUALIGN,
         scoring=scoring_options("search"),
     shell:
-        "{params.gpualign} merge-hits --query {input.queries:q} --db {input.database:q} "
+        "{params.gpualign} merge-hits "
         "--out-blast {output.blast:q} --out-tsv {output.table:q} --out-sam {output.sam:q} "
         "{params.scoring} {input.hits:q} 2> {log:q}"
