@@ -9,14 +9,16 @@ single-threaded score and for the end cell of every alignment.
 **Layout** (Farrar, "Striped Smith-Waterman speeds database searches six times over
 other SIMD implementations", Bioinformatics 2007). One sequence, the *striped*
 one (``P`` residues, position ``p = 1..P``), is cut into :data:`LANES` lanes of
-``seg_len = ceil(P / LANES)`` consecutive residues; position ``p`` sits in lane
-``(p - 1) // seg_len`` of segment ``(p - 1) % seg_len``. The other sequence is
-walked one residue (column ``k = 1..K``) at a time: a column is one pass over the
-segments, each segment one vector update of :data:`LANES` cells, the lane loop
-innermost so that LLVM turns it into vector instructions (via
-:mod:`gpualign_plugin.runtime.lanes`). Vertical gaps crossing from one lane to
-the next are completed by Farrar's "lazy F" loop. The striped sequence is the
-shorter one; positions past ``P`` (padding) score 0 against everything, so their
+``seg_len`` consecutive residues (``ceil(P / LANES)`` rounded up to a multiple of
+4); position ``p`` sits in lane ``(p - 1) // seg_len`` of segment
+``(p - 1) % seg_len``. The other sequence is walked one residue (column
+``k = 1..K``) at a time: a column is one pass over the segments, each segment one
+vector update of :data:`LANES` cells, the lane loop innermost so that LLVM turns
+it into vector instructions (via :mod:`gpualign_plugin.runtime.lanes`). Vertical
+gaps that cross from one lane to the next are completed exactly while the next
+column is computed (see :func:`_columns`) instead of by Farrar's "lazy F" loop.
+The striped sequence is the longer one up to :data:`STRIPE_MAX` residues, else the
+shorter. Positions past ``P`` (padding) score 0 against everything, so their
 values stay between the smallest and the largest real value of the matrix and
 can never change a real cell, the end cell or the range check below.
 
@@ -44,6 +46,10 @@ from gpualign_plugin.scoring import NEG_INF
 LANES = 64
 """Cells per vector update: 2 AVX-512 (4 AVX2) registers of int16, 4 (8) of int32; the
 per-column work outside the segment loop spreads over as many cells."""
+
+STRIPE_MAX = 32_768
+"""Longest sequence striped: its state (``H`` and ``G``) and a profile row then stay within
+384 KiB in 32-bit lanes, inside one core's L2 cache; above it the shorter sequence is striped."""
 
 _TRACK_MAX, _TRACK_LAST, _TRACK_NONE = 0, 1, 2
 """What the column loop tracks: the largest ``H`` (local), ``H`` at the last
@@ -102,15 +108,15 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
 
     Compiled for int16 and int32 lanes: ``profile`` (``alphabet x seg_len x
     LANES``, flat), the state ``H``, ``G`` (``seg_len x LANES``) and ``carry``
-    (``LANES``), ``work`` (``4 x LANES`` scratch) and the constants
+    (``1 + LANES``; ``carry[0]`` stays minus infinity), ``work`` (``4 x LANES`` scratch) and the constants
     ``neg_oe = -(open + extend)``, ``neg_ext = -extend``, ``floor`` (0 local,
     else ``neg``), ``neg`` (minus infinity) and the safe band ``low``/``high``
     all have the lane type.
 
     State after column ``k``: ``H`` holds each cell's value from the vertical
-    gaps inside its own lane only, ``carry[l]`` the vertical gap entering lane
-    ``l`` from the lanes above (run down the lane, it completes ``H``: the
-    exact value at segment ``s`` is ``max(H, carry[l] - s * extend)``), ``G``
+    gaps inside its own lane only, ``carry[1 + l]`` the vertical gap entering
+    lane ``l`` from the lanes above (run down the lane, it completes ``H``: the
+    exact value at segment ``s`` is ``max(H, carry[1 + l] - s * extend)``), ``G``
     the horizontal gap values of column ``k``. The carries come from one scalar
     sweep over the lanes and are added while column ``k+1`` reads column ``k``,
     so each column is one pass (Farrar's lazy-F loop would repeat passes until
@@ -129,7 +135,11 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
     """
     column = seg_len * LANES
     last = column - LANES
-    lane_drop = np.int64(seg_len - 1) * np.int64(neg_ext)
+    # 32-bit scalars for the per-column sweeps (lanes.add keeps them in that width:
+    # Numba's own arithmetic would widen them to 64 bits, halving the vectors).
+    lane_drop = np.int32((seg_len - 1) * np.int64(neg_ext))
+    segment_drop = np.int32(seg_len * np.int64(neg_ext))
+    neg32 = np.int32(neg)
     for k in range(k0 + 1, k1 + 1):
         # A view per column: indices that are provably non-negative keep Numba's
         # negative-index handling (a gather) out of the vector loop.
@@ -138,15 +148,14 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
         # work rows: diagonal, vertical gap chain, largest value, smallest value or
         # first segment of the largest. Segment 0's diagonal is the previous
         # column's last segment moved down one lane.
-        work[0] = _boundary(iter_gap, k - 1, gap_open, gap_extend)
-        for lane in range(1, LANES):
-            work[lane] = max(np.int64(H[last + lane - 1]), np.int64(carry[lane - 1]) + lane_drop)
-        work[LANES] = add(work.dtype.type(_boundary(iter_gap, k, gap_open, gap_extend)), neg_oe)
-        for lane in range(1, LANES):
-            work[LANES + lane] = neg
+        above = H[last - 1:last - 1 + LANES]
         for lane in range(LANES):
+            work[lane] = maximum(np.int32(above[lane]), add(np.int32(carry[lane]), lane_drop))
+            work[LANES + lane] = neg
             work[2 * LANES + lane] = low
             work[3 * LANES + lane] = high
+        work[0] = _boundary(iter_gap, k - 1, gap_open, gap_extend)
+        work[LANES] = add(work.dtype.type(_boundary(iter_gap, k, gap_open, gap_extend)), neg_oe)
         for trip in range(seg_len // _UNROLL):
             base = trip * (_UNROLL * LANES)
             s0 = work.dtype.type(trip * _UNROLL)
@@ -158,7 +167,7 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
             for lane in range(LANES):
                 d = work[lane]
                 v = work[LANES + lane]
-                c = carry[lane]
+                c = carry[1 + lane]
                 top = work[2 * LANES + lane]
                 other = work[3 * LANES + lane]
                 i = base + lane
@@ -183,34 +192,36 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
                 top, other = _extremes(h, top, other, s3, local)
                 work[lane] = d
                 work[LANES + lane] = v
-                carry[lane] = c
+                carry[1 + lane] = c
                 work[2 * LANES + lane] = top
                 work[3 * LANES + lane] = other
         # The chain entering lane l: what leaves lane l-1, or what entered it, run down it.
-        entering = np.int64(neg)
+        entering = neg32
         for lane in range(LANES):
-            leaving = np.int64(work[LANES + lane])
-            carry[lane] = max(entering, np.int64(neg))
-            entering = max(leaving, entering + lane_drop + np.int64(neg_ext))
-        top = np.int64(low)
-        bottom = np.int64(high)
-        first = _BIG
+            leaving = np.int32(work[LANES + lane])
+            carry[1 + lane] = maximum(entering, neg32)
+            entering = maximum(leaving, add(entering, segment_drop))
+        top = low
+        bottom = high
         for lane in range(LANES):
-            value = np.int64(work[2 * LANES + lane])
-            if value > top:
-                top = value
-                first = lane * np.int64(seg_len) + np.int64(work[3 * LANES + lane]) + 1
-            bottom = min(bottom, np.int64(work[3 * LANES + lane]))
+            top = maximum(top, work[2 * LANES + lane])
+            bottom = minimum(bottom, work[3 * LANES + lane])
         if local is not None:
-            bottom = np.int64(low)
-            if top > track[0] or (ties_to_smaller_p and top == track[0] and top > 0
-                                  and first < track[1]):
-                track[0] = top
-                track[1] = first
-                track[2] = k
+            bottom = low
+            if top > track[0] or (ties_to_smaller_p and top == track[0] and top > 0):
+                # The first lane holding the largest value, then its first segment.
+                lane_first = LANES
+                for lane in range(LANES):
+                    lane_first = min(lane_first, lane if work[2 * LANES + lane] == top else LANES)
+                first = (lane_first * np.int64(seg_len)
+                         + np.int64(work[3 * LANES + lane_first]) + 1)
+                if top > track[0] or first < track[1]:
+                    track[0] = top
+                    track[1] = first
+                    track[2] = k
         elif track[3] == 1:
             value = max(np.int64(H[last_segment * LANES + last_lane]),
-                        np.int64(carry[last_lane]) + last_segment * np.int64(neg_ext))
+                        np.int64(carry[1 + last_lane]) + last_segment * np.int64(neg_ext))
             if value > track[0]:
                 track[0] = value
                 track[2] = k
@@ -262,7 +273,10 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tu
         :func:`gpualign_plugin.gotoh.score_kernel`'s; local with no positive cell
         gives ``(0, 0, 0)``.
     """
-    transposed = len(b) < len(a)
+    # Stripe the longer sequence when its state fits the core's cache (fewer, longer
+    # columns: the per-column work is paid fewer times), else the shorter one.
+    longer_query = len(a) >= len(b)
+    transposed = longer_query != (max(len(a), len(b)) <= STRIPE_MAX)
     stripe, walk = (b, a) if transposed else (a, b)
     scores = matrix if transposed else matrix.T
     P, K = len(stripe), len(walk)
@@ -284,7 +298,7 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tu
     column0 = -(gap_open + positions * gap_extend) if stripe_gap else np.zeros_like(positions)
     state = [np.ascontiguousarray(column0.reshape(LANES, seg_len).T).ravel(),
              np.full(seg_len * LANES, NEG_INF, dtype=np.int64),
-             np.full(LANES, NEG_INF, dtype=np.int64)]
+             np.full(1 + LANES, NEG_INF, dtype=np.int64)]
     done = 0
     longest_gap = max(seg_len * LANES if stripe_gap else 0, K if iter_gap else 0)
     if seg_len < 32767 and fits_int16(matrix, gap_open, gap_extend, longest_gap):
@@ -301,7 +315,7 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tu
     # The final column, exact: each lane's entering gap added (see _columns).
     segment = np.arange(seg_len, dtype=np.int64)[:, None]
     final = np.maximum(H.reshape(seg_len, LANES).astype(np.int64),
-                       carry.astype(np.int64)[None, :] - segment * gap_extend).T.ravel()[:P]
+                       carry[1:].astype(np.int64)[None, :] - segment * gap_extend).T.ravel()[:P]
     return _end_cell(mode, kind, transposed, final, K, track,
                      _boundary(iter_gap, K, gap_open, gap_extend))
 
