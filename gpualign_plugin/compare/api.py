@@ -13,7 +13,10 @@ reference (the *target*) in three steps:
    contig's end and the reference goes on, the region is extended to the contig's end
    (the syntenic alignment then aligns the end or leaves it as a terminal block, which is
    not a difference). Each region gets the exact syntenic alignment
-   (:func:`gpualign_plugin.syntenic.api.syntenic_align`, CPU or GPU, identical).
+   (:func:`gpualign_plugin.syntenic.api.syntenic_align`, CPU or GPU, identical); a region
+   longer than twice ``chunk_length`` is aligned in chunks between anchors taken from long
+   identical runs of its placements (:func:`anchored_syntenic`), so a long contig costs
+   about its length times ``chunk_length`` cells instead of its length squared.
 3. **Differences.** Chains other than the home are events of their own: ``inversion``
    (same target, other strand), ``relocation`` (same target and strand, out of order) or
    ``translocation`` (another target record). Inside a region, each difference block of
@@ -27,8 +30,8 @@ reference (the *target*) in three steps:
    ``insertion`` / ``deletion``
        Query bases only / reference bases only.
    ``relocation``
-       An insertion and a deletion (anywhere in the comparison, same reference record)
-       whose sequences align to each other: a moved block. One event, with the moved
+       An insertion and a deletion (anywhere in the comparison; lengths within a factor of
+       2) whose sequences align to each other: a moved block. One event, with the moved
        block's contig interval and its origin on the reference.
    ``replacement``
        Both sides present, no inversion.
@@ -55,8 +58,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment
-from gpualign_plugin.pairwise.api import align_pair, place_local
+from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock, score_cigar
+from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
 
@@ -65,6 +68,12 @@ END_EXTENSION = 200
 
 CHAIN_OVERLAP = 100
 """Consecutive placements of a chain may overlap this many reference bases (shared flanks)."""
+
+CHUNK_LENGTH = 20000
+"""A region's syntenic alignment is cut at placement anchors about this many contig bases apart."""
+
+ANCHOR_RUN = 32
+"""An anchor is the middle of a run of at least this many identical columns of a placement."""
 
 EVENT_KINDS = ("insertion", "deletion", "inversion", "relocation", "translocation",
                "replacement", "small")
@@ -320,7 +329,8 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
                     placements: list[Alignment] | None = None, block_penalty: int | None = None,
                     min_event: int = 50, min_identity: float = 0.8, min_coverage: float = 0.5,
                     backend: str = "cpu", device: int = 0, evalue: float = 1e-5,
-                    threads: int | None = None) -> GenomeComparison:
+                    threads: int | None = None,
+                    chunk_length: int = CHUNK_LENGTH) -> GenomeComparison:
     """Compare an assembly with a reference (see the module notes).
 
     Parameters
@@ -342,6 +352,9 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
         the same comparison.
     evalue, threads
         Placement's cutoff and CPU threads.
+    chunk_length : int
+        Spacing of the anchors that cut a placed region's syntenic alignment into chunks
+        (:func:`chain_anchors`); a region shorter than twice this is aligned in one piece.
 
     Returns
     -------
@@ -352,7 +365,7 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
                                    threads=threads, device=device)
     penalty = default_block_penalty(scheme) if block_penalty is None else block_penalty
     work = _Work(queries, targets, scheme, penalty, min_event, min_identity, min_coverage,
-                 backend, device)
+                 backend, device, chunk_length)
     mapped = [p for p in placements if p.target_id in work.targets and p.query_end > p.query_start]
     for query in queries:
         pieces = [p for p in mapped if p.query_id == query.id]
@@ -384,10 +397,13 @@ def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
 
     A chain holds placements on one target record and one strand whose contig and
     reference intervals run in the same order (reversed on the reference for ``'-'``),
-    consecutive ones overlapping by at most :data:`CHAIN_OVERLAP` reference bases. The
-    heaviest chain (most contig bases; ties: the one with the first placement in the
-    given order) is taken first, then the heaviest of the rest, and so on. Each chain is
-    sorted by contig position.
+    consecutive ones overlapping by at most :data:`CHAIN_OVERLAP` reference bases. A
+    chain's weight is its contig bases minus, for each link, the deletion it implies
+    (reference gap minus contig gap, when positive), so a moved block does not chain across
+    the reference between its origin and its new neighbours. The heaviest chain (ties: the
+    one ending first in the given order), completed with the pieces that fit into it, is
+    taken first, then the heaviest of the rest, and so on. Each chain is sorted by contig
+    position.
     """
     left = list(pieces)
     chains = []
@@ -406,37 +422,128 @@ def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
     return chains
 
 
+def _follows(a: Alignment, b: Alignment) -> bool:
+    """Whether placement ``b`` can come after ``a`` in a collinear chain (same target and strand)."""
+    if a.query_end > b.query_start + CHAIN_OVERLAP:
+        return False
+    if b.strand == "+":
+        return b.target_start >= a.target_end - CHAIN_OVERLAP and b.target_end > a.target_end
+    return b.target_end <= a.target_start + CHAIN_OVERLAP and b.target_start < a.target_start
+
+
 def _heaviest_chain(group: list[Alignment]) -> tuple[list[Alignment], int]:
-    """Heaviest collinear chain of placements on one target and strand (sorted by contig)."""
+    """Heaviest collinear chain of placements on one target and strand (sorted by contig).
+
+    Then every other placement of the group that fits between its neighbours (in contig
+    order, :func:`_follows` both ways) joins it, heaviest first: a piece the weights left
+    out but that contradicts nothing (the flank of a moved block's origin) stays home.
+    """
     weight = [p.query_end - p.query_start for p in group]
     total = list(weight)
     previous = [-1] * len(group)
     for j, b in enumerate(group):
         for i in range(j):
             a = group[i]
-            if a.query_end > b.query_start + CHAIN_OVERLAP:
+            if not _follows(a, b):
                 continue
-            if b.strand == "+":
-                follows = b.target_start >= a.target_end - CHAIN_OVERLAP and \
-                    b.target_end > a.target_end
-            else:
-                follows = b.target_end <= a.target_start + CHAIN_OVERLAP and \
-                    b.target_start < a.target_start
-            if follows and total[i] + weight[j] > total[j]:
-                total[j], previous[j] = total[i] + weight[j], i
+            query_gap = b.query_start - a.query_end
+            target_gap = (b.target_start - a.target_end if b.strand == "+"
+                          else a.target_start - b.target_end)
+            # Reference bases the link skips beyond the contig bases it skips: a deletion
+            # the chain would imply (contig bases it skips are simply not counted).
+            value = total[i] + weight[j] - max(0, target_gap - query_gap)
+            if value > total[j]:
+                total[j], previous[j] = value, i
     end = max(range(len(group)), key=lambda k: (total[k], -k))
+    best = total[end]
     chain = []
     while end >= 0:
         chain.append(group[end])
         end = previous[end]
-    return chain[::-1], max(total)
+    chain.reverse()
+    taken = {id(p) for p in chain}
+    for piece in sorted((p for p in group if id(p) not in taken),
+                        key=lambda p: -(p.query_end - p.query_start)):
+        before = [p for p in chain if p.query_start < piece.query_start]
+        after = [p for p in chain if p.query_start >= piece.query_start]
+        if (not before or _follows(before[-1], piece)) and (not after or _follows(piece, after[0])):
+            chain = before + [piece] + after
+    return chain, best
+
+
+def chain_anchors(chain: list[Alignment], query_start: int, query_end: int, target_start: int,
+                  spacing: int) -> list[tuple[int, int]]:
+    """Cut points of a chain's region: ``(oriented contig offset, window offset)`` pairs.
+
+    The middle of each run of at least :data:`ANCHOR_RUN` ``=`` columns of the chain's
+    placements is a candidate; candidates are taken in contig order when they lie at least
+    ``spacing`` bases after the previous cut on both sequences (and before the region's end
+    by as much), so the cuts increase on both sequences. ``query_start``, ``query_end`` and
+    ``target_start`` are the region's piece and window.
+    """
+    cuts = []
+    last_x = last_y = 0
+    length = query_end - query_start
+    # In a collinear chain the reference order is the order along the oriented contig.
+    for placement in sorted(chain, key=lambda p: p.target_start):
+        offset = 0  # along the oriented placement
+        t = placement.target_start
+        for run, op in placement.cigar.runs:
+            if op == "=" and run >= ANCHOR_RUN:
+                middle = run // 2
+                if placement.strand == "+":
+                    x = placement.query_start + offset + middle - query_start
+                else:
+                    x = query_end - placement.query_end + offset + middle
+                y = t + middle - target_start
+                if x - last_x >= spacing and y - last_y >= spacing and length - x >= spacing:
+                    cuts.append((x, y))
+                    last_x, last_y = x, y
+            if op in "=XI":
+                offset += run
+            if op in "=XD":
+                t += run
+    return cuts
+
+
+def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, anchors=(),
+                      backend: str = "cpu", device: int = 0) -> SyntenicAlignment:
+    """Syntenic alignment of ``piece`` and ``window`` through the given anchor points.
+
+    Without anchors this is :func:`~gpualign_plugin.syntenic.api.syntenic_align`. With
+    anchors ``(x, y)`` (increasing on both sequences) each chunk between neighbouring
+    anchors is aligned exactly and the chunks are joined: blocks of one kind meeting at an
+    anchor become one (a matching region's CIGAR is rescored as a whole; two difference
+    blocks cost one block penalty). The cost falls from ``m * n`` cells to about the sum of
+    the chunks' products. Anchors come from long identical runs of the placement, where
+    any alignment of the region passes.
+    """
+    bounds = [(0, 0), *anchors, (len(piece), len(window))]
+    blocks: list[SyntenicBlock] = []
+    for (x0, y0), (x1, y1) in zip(bounds, bounds[1:]):
+        part = syntenic_align(piece[x0:x1], window[y0:y1], scheme, block_penalty,
+                              backend=backend, device=device)
+        for b in part.blocks:
+            block = SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0,
+                                  b.target_start + y0, b.target_end + y0, b.score, b.cigar)
+            if blocks and blocks[-1].kind == block.kind:
+                previous = blocks.pop()
+                cigar = Cigar.from_runs(previous.cigar.runs + block.cigar.runs)
+                score = -block_penalty if block.kind == "difference" else score_cigar(
+                    cigar, piece[previous.query_start:block.query_end],
+                    window[previous.target_start:block.target_end], scheme)
+                block = SyntenicBlock(block.kind, previous.query_start, block.query_end,
+                                      previous.target_start, block.target_end, score, cigar)
+            blocks.append(block)
+    return SyntenicAlignment("query", "target", len(piece), len(window),
+                             sum(b.score for b in blocks), block_penalty, tuple(blocks))
 
 
 class _Work:
     """The regions, blocks and events of one comparison while they are being built."""
 
     def __init__(self, queries, targets, scheme, block_penalty, min_event, min_identity,
-                 min_coverage, backend, device):
+                 min_coverage, backend, device, chunk_length):
         self.queries = {q.id: q for q in queries}
         self.targets = {t.id: t for t in targets}
         self.scheme = scheme
@@ -446,6 +553,7 @@ class _Work:
         self.min_coverage = min_coverage
         self.backend = backend
         self.device = device
+        self.chunk_length = chunk_length
         self.regions: list[Region] = []
         self.blocks: list[AlignedBlock] = []
         self.events: list[Difference] = []
@@ -453,14 +561,18 @@ class _Work:
 
     # -- regions --------------------------------------------------------------------------
     def add_region(self, query_id, target_id, strand, query_start, query_end, target_start,
-                   target_end, role, parent="") -> Region:
-        """Align a contig piece to a reference window and keep the region and its blocks."""
+                   target_end, role, parent="", anchors=()) -> Region:
+        """Align a contig piece to a reference window and keep the region and its blocks.
+
+        ``anchors`` (oriented piece offset, window offset) cut the alignment into chunks
+        (see :func:`anchored_syntenic`).
+        """
         piece = self.queries[query_id].codes[query_start:query_end]
         if strand == "-":
             piece = reverse_complement_codes(piece)
         window = self.targets[target_id].codes[target_start:target_end]
-        alignment = syntenic_align(piece, window, self.scheme, self.block_penalty,
-                                   backend=self.backend, device=self.device)
+        alignment = anchored_syntenic(piece, window, self.scheme, self.block_penalty, anchors,
+                                      self.backend, self.device)
         region = Region(f"R{len(self.regions) + 1}", query_id, target_id, strand, query_start,
                         query_end, target_start, target_end, alignment, role, parent)
         self.regions.append(region)
@@ -504,8 +616,9 @@ class _Work:
                 role = "inversion"
             else:
                 role = "relocation"
+            anchors = chain_anchors(chain, q_start, q_end, t_start, self.chunk_length)
             region = self.add_region(query.id, first.target_id, first.strand, q_start, q_end,
-                                     t_start, t_end, role)
+                                     t_start, t_end, role, anchors=anchors)
             # Oriented ends: the first and last blocks of an extended side are not events.
             oriented = (grow_start > 0, grow_end > 0) if first.strand == "+" \
                 else (grow_end > 0, grow_start > 0)
@@ -591,8 +704,8 @@ class _Work:
         for region, (qs, qe, _), junction in insertions:
             found = False
             for index, (other, (ts, te, _), _) in enumerate(deletions):
-                if index in paired or other.target_id not in self.targets:
-                    continue
+                if index in paired or 2 * min(qe - qs, te - ts) < max(qe - qs, te - ts):
+                    continue  # a moved block keeps its length (within a factor of 2)
                 for strand in (region.strand, "-" if region.strand == "+" else "+"):
                     if self._aligns(region.query_id, qs, qe, strand, other.target_id, ts, te):
                         paired.add(index)
@@ -620,17 +733,15 @@ class _Work:
 
     def _aligns(self, query_id, qs, qe, strand, target_id, ts, te) -> bool:
         """Whether the contig piece (on ``strand``) aligns to the reference piece (module notes)."""
-        piece = self.queries[query_id].codes[qs:qe]
-        if strand == "-":
-            piece = reverse_complement_codes(piece)
-        window = self.targets[target_id].codes[ts:te]
-        result = align_pair(piece, window, self.scheme, "local")
-        if result.score <= 0:
+        piece = Sequence(query_id, "", self.queries[query_id].codes[qs:qe])
+        window = Sequence(target_id, "", self.targets[target_id].codes[ts:te])
+        result = align_sequences(piece, window, self.scheme, "local", strand=strand,
+                                 backend=self.backend, device=self.device)
+        if result is None:
             return False
-        identical = sum(n for n, op in result.cigar.runs if op == "=")
         covered = min(result.query_end - result.query_start, result.target_end - result.target_start)
         return (covered >= self.min_coverage * min(len(piece), len(window))
-                and identical >= self.min_identity * result.cigar.columns())
+                and result.matches >= self.min_identity * result.columns)
 
 
 def _uncovered(start: int, end: int, cover, own: str) -> tuple[int, int, int]:

@@ -26,15 +26,17 @@ def simulated(seed: int):
     return reference, strain[1], events
 
 
-def fragments(strain: str, events, seed: int):
-    """Cut the strain between its large events into contigs; every other one reversed.
+def fragments(strain: str, events, seed: int, cuts=None):
+    """Cut the strain into contigs of random orientation (half of them reversed).
 
-    Returns the contigs as ``(id, text)`` and, per contig, ``(strain offset, reversed)``.
+    By default the cuts lie half-way between neighbouring large events. Returns the
+    contigs as ``(id, text)`` and, per contig, ``(strain start, strain end, reversed)``.
     """
-    spans = sorted((e.strain_start, e.strain_end) for e in events if e.event in LARGE)
-    cuts = [(a[1] + b[0]) // 2 for a, b in zip(spans, spans[1:])][:3]
-    bounds = [0] + cuts + [len(strain)]
-    flips = np.random.default_rng(seed).permutation([True, False] * 2)
+    if cuts is None:
+        spans = sorted((e.strain_start, e.strain_end) for e in events if e.event in LARGE)
+        cuts = [(a[1] + b[0]) // 2 for a, b in zip(spans, spans[1:])][:3]
+    bounds = [0] + list(cuts) + [len(strain)]
+    flips = np.random.default_rng(seed).permutation([True, False] * (len(bounds) // 2))
     contigs, where = [], {}
     for k, (start, end) in enumerate(zip(bounds, bounds[1:])):
         text = strain[start:end]

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpualign_plugin.compare.api import compare_genomes
+from gpualign_plugin.compare.api import anchored_syntenic, chain_anchors, compare_genomes
 from gpualign_plugin.compare.features import show_diff, side_totals
 from gpualign_plugin.model import Cigar
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
@@ -61,6 +61,20 @@ def test_every_planted_event_comes_back_once(case, which):
             # The moved or inverted bases are aligned in a region of their own.
             assert found[0].aligned_by and found[0].identity > 95.0
         assert found[0].orientation == ("-" if event.event == "inversion" else "+")
+
+
+def test_a_contig_starting_just_before_a_moved_block_keeps_its_home(case):
+    # The contig holds 300 bases before the moved block, the block, then the rest: its
+    # home is the 300 bases and the rest (collinear), not the block and the rest (which
+    # would imply a deletion of the reference between the block's origin and the rest).
+    moved = next(e for e in case.events if e.event == "transposition")
+    cut = max(moved.strain_start - 300, 50)
+    contigs, where = fragments(case.texts["s_ref"], case.events, 1, cuts=[cut])
+    comparison = run(case.texts["ref"], contigs)
+    large = [e for e in case.events if e.event in LARGE]
+    assert len(comparison.differences) == len(large), comparison.differences
+    for event in large:
+        assert sum(matches(d, event, where) for d in comparison.differences) == 1, event
 
 
 def test_whole_and_cut_strain_give_the_same_differences(case):
@@ -155,3 +169,24 @@ def test_show_diff_rules_on_a_transposition_and_an_inversion():
     # Neighbours from different contigs: SEQ (a translocation in dnadiff's report).
     two = [_block("a", "r", "+", 0, 100, 0, 100), _block("b", "r", "+", 0, 100, 100, 200)]
     assert [f.kind for f in show_diff(two, {"r": 200}, "target")] == ["SEQ"]
+
+
+def test_anchored_chunks_give_the_same_alignment_and_comparison(case):
+    home = next(r for r in case.whole.regions if r.role == "home")
+    chain = [p for p in case.whole.placements if p.target_id == home.target_id
+             and p.strand == home.strand and p.query_start >= home.query_start
+             and p.query_end <= home.query_end]
+    anchors = chain_anchors(chain, home.query_start, home.query_end, home.target_start, 1000)
+    assert len(anchors) >= 5
+    piece = SCHEME.alphabet.encode(case.texts["s_ref"][home.query_start:home.query_end])
+    window = SCHEME.alphabet.encode(case.texts["ref"][home.target_start:home.target_end])
+    whole = anchored_syntenic(piece, window, SCHEME, home.alignment.block_penalty)
+    chunked = anchored_syntenic(piece, window, SCHEME, home.alignment.block_penalty, anchors)
+    assert chunked == whole == home.alignment
+    assert chunked.recompute_score(piece, window, SCHEME) == chunked.score
+    # The whole comparison with 1000-base chunks: the same differences and variants.
+    queries = [SCHEME.encode(name, case.texts[name]) for name in case.cut.query_lengths]
+    again = compare_genomes(queries, [SCHEME.encode("ref", case.texts["ref"])], SCHEME,
+                            chunk_length=1000)
+    assert again.differences == case.cut.differences
+    assert again.variants == case.cut.variants
