@@ -11,7 +11,7 @@ from gpualign_plugin.compare.api import anchored_syntenic, chain_anchors, compar
 from gpualign_plugin.compare.features import show_diff, side_totals
 from gpualign_plugin.model import Cigar
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
-from strains import LARGE, fragments, simulated, to_strain
+from strains import LARGE, fragments, random_dna, simulated, to_strain
 
 SCHEME = ScoringScheme.dna()
 TOLERANCE = 12
@@ -190,3 +190,22 @@ def test_anchored_chunks_give_the_same_alignment_and_comparison(case):
                             chunk_length=1000)
     assert again.differences == case.cut.differences
     assert again.variants == case.cut.variants
+
+
+def test_a_piece_from_another_record_is_one_translocation():
+    chr_a, chr_b = random_dna(6000, 71), random_dna(6000, 72)
+    contig = chr_a[:3000] + chr_b[1000:2000] + chr_a[3000:]
+    comparison = compare_genomes([SCHEME.encode("contig", contig)],
+                                 [SCHEME.encode("chrA", chr_a), SCHEME.encode("chrB", chr_b)],
+                                 SCHEME)
+    (event,) = comparison.differences
+    assert (event.kind, event.target_id, event.orientation) == ("translocation", "chrB", "+")
+    # Junction bases may match either side by chance.
+    assert close(event.query_start, 3000) and close(event.query_end, 4000)
+    assert close(event.target_start, 1000) and close(event.target_end, 2000)
+    # dnadiff's rows: along the contig, chrA -> chrB -> chrA are two SEQ features; along
+    # chrA the two pieces are consistent neighbours (a GAP), chrB has one alignment.
+    assert side_totals(comparison, "query").translocations == 2
+    assert side_totals(comparison, "target").translocations == 0
+    assert {b.target_id for b in comparison.blocks} == {"chrA", "chrB"}
+    assert not comparison.variants
