@@ -19,6 +19,7 @@ import pytest
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.fasta import read_fasta
 from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.search.api import score_database
 from gpualign_plugin.statistics import (KarlinAltschul, ScoreHistogram, length_adjustment,
                                         parameters_for, published_parameters, ungapped_parameters)
 from tests.paths import DATA, REPO, RESOURCES
@@ -260,3 +261,34 @@ def test_evalues_within_2x_of_blast_on_the_same_pairs(tmp_path, program, scheme,
     assert max(max(r, 1 / r) for r in ratios) < 2.0, summary
     assert abs(summary["median_ratio"] - 1) < 0.02, summary
     assert summary["largest_bit_score_difference"] < 0.01, summary
+
+
+@needs_blast
+def test_search_command_prints_blastps_evalues_and_bit_scores(tmp_path):
+    # End to end: `gpualign search` tabular output against `blastp -outfmt 6` on the globins.
+    # Where both report the same pair with the same score, the E-value and bit-score strings
+    # must be identical (BLAST+'s tabular formatting, our statistics).
+    from gpualign_plugin.cli.main import main
+
+    globins = os.path.join(DATA, "globins.fasta")
+    ours = tmp_path / "ours.m8"
+    assert main(["search", "-q", globins, "-d", globins, "--top", "10", "--out-blast", str(ours)]) == 0
+    subprocess.run(["makeblastdb", "-in", globins, "-dbtype", "prot", "-out", tmp_path / "db"],
+                   check=True, capture_output=True)
+    theirs = subprocess.run(["blastp", "-query", globins, "-db", tmp_path / "db", "-comp_based_stats", "0",
+                             "-seg", "no", "-max_hsps", "1", "-outfmt", "6 qseqid sseqid score evalue bitscore"],
+                            check=True, capture_output=True, text=True).stdout
+    blast = {tuple(line.split("\t")[:2]): line.split("\t")[2:] for line in theirs.splitlines()}
+    records = {record.id: record for record in read_fasta(globins, BLOSUM62)}
+    compared = 0
+    for line in ours.read_text().splitlines():
+        fields = line.split("\t")
+        pair = (fields[0], fields[1])
+        if pair not in blast:
+            continue
+        score, evalue, bits = blast[pair]
+        our_score = score_database([records[pair[0]].codes], [records[pair[1]].codes], BLOSUM62)[0, 0]
+        if int(score) == our_score:
+            assert (fields[10], fields[11]) == (evalue, bits), (pair, fields[10:], evalue, bits)
+            compared += 1
+    assert compared >= 30
