@@ -473,22 +473,23 @@ def _search_rows(args) -> list[Row]:
     from gpualign_plugin.cli.common import apply_threads
     from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.search.api import search
+    from gpualign_plugin.search.database import load_database
 
     if not (args.search_query and args.search_db):
         raise InputError("bench task 'search' needs --search-query and --search-db")
     scheme = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
     threads = apply_threads(args.threads)
     queries = read_fasta(args.search_query, scheme)
-    database = read_fasta(args.search_db, scheme)
-    residues = sum(len(t) for t in database)
+    database = load_database(args.search_db, scheme)
+    residues = database.residues
     cells = sum(len(q) for q in queries) * residues
     rows, results = [], {}
     for backend, device in _backends(args):
         options = {"backend": backend, "device": args.device}
-        warmup = functools.partial(search, queries[:2], list(enumerate(database[:100])), scheme, residues,
-                                   len(database), **options)
-        seconds, result = _time(lambda: search(queries, list(enumerate(database)), scheme, residues,
-                                               len(database), **options), args.repeat, warmup)
+        warmup = functools.partial(search, queries[:2], database, scheme, residues, len(database),
+                                   span=(0, min(100, len(database))), **options)
+        seconds, result = _time(lambda: search(queries, database, scheme, residues, len(database),
+                                               **options), args.repeat, warmup)
         results[backend] = [(hit.query_index, hit.target_index, hit.alignment) for hit in result.hits]
         if backend == "cpu":
             device = f"{device}, {threads} threads"
