@@ -51,13 +51,6 @@ STRIPE_MAX = 32_768
 """Longest sequence striped: its state (``H`` and ``G``) and a profile row then stay within
 384 KiB in 32-bit lanes, inside one core's L2 cache; above it the shorter sequence is striped."""
 
-_TRACK_MAX, _TRACK_LAST, _TRACK_NONE = 0, 1, 2
-"""What the column loop tracks: the largest ``H`` (local), ``H`` at the last
-striped position (semiglobal with the query striped), or nothing (the end cell is
-read from the final column)."""
-
-_BIG = 1 << 62
-
 _UNROLL = 4
 """Segments per trip of the lane loop (``seg_len`` is a multiple): the values a lane
 carries from segment to segment stay in registers for four of them."""
@@ -230,25 +223,113 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
     return k1
 
 
-def _profile(stripe, matrix, seg_len, dtype):
-    """Substitution scores of every letter against each striped position, padding scoring 0."""
-    size = matrix.shape[0]
-    extended = np.zeros((size, size + 1), dtype=dtype)
-    extended[:, :size] = matrix
-    padded = np.full(seg_len * LANES, size, dtype=np.intp)
-    padded[:len(stripe)] = stripe
-    return np.ascontiguousarray(extended[:, padded.reshape(LANES, seg_len).T]).ravel()
+@njit(cache=True, nogil=True)
+def _start(H, G, carry, profile, stripe, matrix, transposed, seg_len, stripe_gap, gap_open,
+           gap_extend, neg):
+    """Column 0 into the state, minus infinity for ``G`` and the carries, and the profile.
+
+    ``profile[(c * seg_len + s) * LANES + l]`` is the score of walked letter ``c``
+    against the striped residue at lane ``l``, segment ``s`` (0 for padding).
+    """
+    for p in range(H.shape[0]):
+        H[(p % seg_len) * LANES + p // seg_len] = -(gap_open + (p + 1) * gap_extend) \
+            if stripe_gap else 0
+    G[:] = neg
+    carry[:] = neg
+    profile[:] = 0
+    letters = matrix.shape[0]
+    column = seg_len * LANES
+    for p in range(stripe.shape[0]):
+        at = (p % seg_len) * LANES + p // seg_len
+        for c in range(letters):
+            profile[c * column + at] = matrix[c, stripe[p]] if transposed else matrix[stripe[p], c]
 
 
-def fits_int16(matrix, gap_open: int, gap_extend: int, longest_gap: int) -> bool:
-    """Whether 16-bit lanes can start: small scores and gap costs, every boundary inside the band."""
-    margin = _margin(matrix, gap_open, gap_extend)
-    return margin <= 1000 and gap_open + longest_gap * gap_extend <= 32768 - 2 * margin
+@njit(cache=True, nogil=True)
+def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local):
+    """:func:`striped_score` with the striped and walked sequences chosen (``local``: True or None).
 
-
-def _margin(matrix, gap_open, gap_extend) -> int:
+    Returns ``(score, query_end, target_end, columns)``: ``columns`` is the number of
+    columns computed in 16-bit lanes (-1 when the pair starts in 32 bits).
+    """
+    P = stripe.shape[0]
+    K = walk.shape[0]
+    seg_len = (P + LANES * _UNROLL - 1) // (LANES * _UNROLL) * _UNROLL
+    column = seg_len * LANES
+    letters = matrix.shape[0]
+    # Which sides carry gap costs at their boundary (docs/ALGORITHMS.md's table).
+    stripe_gap = mode == GLOBAL or (mode == SEMIGLOBAL and not transposed)
+    iter_gap = mode == GLOBAL or (mode == SEMIGLOBAL and transposed)
+    track = np.zeros(4, dtype=np.int64)
+    if local is None and mode == SEMIGLOBAL and not transposed:
+        track[0] = -(gap_open + P * gap_extend)
+        track[3] = 1
+    last_lane = (P - 1) // seg_len
+    last_segment = (P - 1) % seg_len
+    H = np.empty(column, dtype=np.int32)
+    G = np.empty(column, dtype=np.int32)
+    carry = np.empty(1 + LANES, dtype=np.int32)
     # The most one cell can move a value: a substitution, or a gap's open and two extensions.
-    return int(np.abs(matrix).max()) + gap_open + 2 * gap_extend
+    margin = np.abs(matrix).max() + gap_open + 2 * gap_extend
+    longest_gap = max(column if stripe_gap else 0, K if iter_gap else 0)
+    done = 0
+    use16 = (margin <= 1000 and seg_len < 32767
+             and gap_open + longest_gap * gap_extend <= 32768 - 2 * margin)
+    if use16:
+        H16 = np.empty(column, dtype=np.int16)
+        G16 = np.empty(column, dtype=np.int16)
+        carry16 = np.empty(1 + LANES, dtype=np.int16)
+        profile16 = np.empty(letters * column, dtype=np.int16)
+        _start(H16, G16, carry16, profile16, stripe, matrix, transposed, seg_len, stripe_gap,
+               gap_open, gap_extend, -32768)
+        done = _columns(profile16, seg_len, walk, 0, K, H16, G16, carry16,
+                        np.empty(4 * LANES, dtype=np.int16), np.int16(-(gap_open + gap_extend)),
+                        np.int16(-gap_extend), np.int16(-32768 if local is None else 0),
+                        np.int16(-32768), np.int16(-32768 + margin), np.int16(32767 - margin),
+                        iter_gap, gap_open, gap_extend, track, local, not transposed, last_lane,
+                        last_segment)
+        H[:] = H16
+        G[:] = G16
+        carry[:] = carry16
+        profile = np.empty(letters * column, dtype=np.int32)
+        profile[:] = profile16
+    else:
+        profile = np.empty(letters * column, dtype=np.int32)
+        _start(H, G, carry, profile, stripe, matrix, transposed, seg_len, stripe_gap, gap_open,
+               gap_extend, NEG_INF)
+    if done < K:
+        _columns(profile, seg_len, walk, done, K, H, G, carry, np.empty(4 * LANES, dtype=np.int32),
+                 np.int32(-(gap_open + gap_extend)), np.int32(-gap_extend),
+                 np.int32(NEG_INF if local is None else 0), np.int32(NEG_INF),
+                 np.int32(-(1 << 31)), np.int32((1 << 31) - 1), iter_gap, gap_open, gap_extend,
+                 track, local, not transposed, last_lane, last_segment)
+    sixteen = done if use16 else -1
+    if local is not None:
+        if track[0] <= 0:
+            return 0, 0, 0, sixteen
+        if transposed:
+            return track[0], track[2], track[1], sixteen
+        return track[0], track[1], track[2], sixteen
+    if track[3] == 1:
+        return track[0], P, track[2], sixteen
+    # The end cell lies in the final column: its exact values add each lane's carry.
+    if mode == GLOBAL:
+        value = max(np.int64(H[last_segment * LANES + last_lane]),
+                    np.int64(carry[1 + last_lane]) - last_segment * gap_extend)
+        if transposed:
+            return value, K, P, sixteen
+        return value, P, K, sixteen
+    # Semiglobal with the target striped: the end cells (m, j), j = 0..n, form that column.
+    best = np.int64(-(gap_open + K * gap_extend))
+    best_p = 0
+    for p in range(1, P + 1):
+        s = (p - 1) % seg_len
+        lane = (p - 1) // seg_len
+        value = max(np.int64(H[s * LANES + lane]), np.int64(carry[1 + lane]) - s * gap_extend)
+        if value > best:
+            best = value
+            best_p = p
+    return best, K, best_p, sixteen
 
 
 def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tuple[int, int, int]:
@@ -273,82 +354,17 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tu
         :func:`gpualign_plugin.gotoh.score_kernel`'s; local with no positive cell
         gives ``(0, 0, 0)``.
     """
+    return lane_columns(a, b, matrix, gap_open, gap_extend, mode)[:3]
+
+
+def lane_columns(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tuple:
+    """:func:`striped_score`'s result and how the pair ran: ``(score, query_end, target_end,
+    columns in 16-bit lanes (-1: none), columns)`` (the tests check the 16-to-32-bit hand-over)."""
     # Stripe the longer sequence when its state fits the core's cache (fewer, longer
     # columns: the per-column work is paid fewer times), else the shorter one.
     longer_query = len(a) >= len(b)
     transposed = longer_query != (max(len(a), len(b)) <= STRIPE_MAX)
     stripe, walk = (b, a) if transposed else (a, b)
-    scores = matrix if transposed else matrix.T
-    P, K = len(stripe), len(walk)
-    seg_len = -(-P // (LANES * _UNROLL)) * _UNROLL
-    # Which sides carry gap costs at their boundary (docs/ALGORITHMS.md's table).
-    stripe_gap = mode == GLOBAL or (mode == SEMIGLOBAL and not transposed)
-    iter_gap = mode == GLOBAL or (mode == SEMIGLOBAL and transposed)
-    if mode == LOCAL:
-        kind = _TRACK_MAX
-    elif mode == SEMIGLOBAL and not transposed:
-        kind = _TRACK_LAST
-    else:
-        kind = _TRACK_NONE
-    track = np.zeros(4, dtype=np.int64)
-    if kind == _TRACK_LAST:
-        track[0] = _boundary(True, P, gap_open, gap_extend)
-        track[3] = 1
-    positions = np.arange(1, seg_len * LANES + 1, dtype=np.int64)
-    column0 = -(gap_open + positions * gap_extend) if stripe_gap else np.zeros_like(positions)
-    state = [np.ascontiguousarray(column0.reshape(LANES, seg_len).T).ravel(),
-             np.full(seg_len * LANES, NEG_INF, dtype=np.int64),
-             np.full(1 + LANES, NEG_INF, dtype=np.int64)]
-    done = 0
-    longest_gap = max(seg_len * LANES if stripe_gap else 0, K if iter_gap else 0)
-    if seg_len < 32767 and fits_int16(matrix, gap_open, gap_extend, longest_gap):
-        margin = _margin(matrix, gap_open, gap_extend)
-        state = [np.maximum(x, -32768).astype(np.int16) for x in state]
-        done = _run(np.int16, stripe, walk, scores, seg_len, 0, state, gap_open, gap_extend,
-                    mode, -32768, -32768 + margin, 32767 - margin, iter_gap, track, kind,
-                    not transposed, P)
-    if done < K:
-        state = [x.astype(np.int32) for x in state]
-        _run(np.int32, stripe, walk, scores, seg_len, done, state, gap_open, gap_extend, mode,
-             NEG_INF, -(1 << 31), (1 << 31) - 1, iter_gap, track, kind, not transposed, P)
-    H, _, carry = state
-    # The final column, exact: each lane's entering gap added (see _columns).
-    segment = np.arange(seg_len, dtype=np.int64)[:, None]
-    final = np.maximum(H.reshape(seg_len, LANES).astype(np.int64),
-                       carry[1:].astype(np.int64)[None, :] - segment * gap_extend).T.ravel()[:P]
-    return _end_cell(mode, kind, transposed, final, K, track,
-                     _boundary(iter_gap, K, gap_open, gap_extend))
-
-
-def _run(dtype, stripe, walk, scores, seg_len, k0, state, gap_open, gap_extend, mode, neg, low,
-         high, iter_gap, track, kind, ties_to_smaller_p, P) -> int:
-    lane = dtype
-    H, G, carry = state
-    return _columns(_profile(stripe, scores, seg_len, dtype), seg_len, walk, k0, len(walk), H, G,
-                    carry, np.empty(4 * LANES, dtype=dtype), lane(-(gap_open + gap_extend)),
-                    lane(-gap_extend), lane(0 if mode == LOCAL else neg), lane(neg), lane(low),
-                    lane(high), iter_gap, gap_open, gap_extend, track,
-                    True if kind == _TRACK_MAX else None, ties_to_smaller_p, (P - 1) // seg_len,
-                    (P - 1) % seg_len)
-
-
-def _end_cell(mode, kind, transposed, final, K, track, corner_left):
-    """``(score, query_end, target_end)`` from the tracking and the exact final column.
-
-    ``final[p - 1]`` is ``H`` of striped position ``p`` in the last column ``K``;
-    ``corner_left`` is the boundary value ``H(0, K)`` of the walked side.
-    """
-    P = len(final)
-    if kind == _TRACK_MAX:
-        if track[0] <= 0:
-            return 0, 0, 0
-        p, k = int(track[1]), int(track[2])
-        return (int(track[0]), k, p) if transposed else (int(track[0]), p, k)
-    if kind == _TRACK_LAST:
-        return int(track[0]), P, int(track[2])
-    if mode == GLOBAL:
-        return (int(final[-1]), K, P) if transposed else (int(final[-1]), P, K)
-    # Semiglobal with the target striped: the end cells (m, j) form the final column.
-    values = np.concatenate(([corner_left], final))
-    j = int(np.argmax(values))
-    return int(values[j]), K, j
+    result = _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
+                      True if mode == LOCAL else None)
+    return tuple(int(x) for x in result) + (len(walk),)

@@ -121,52 +121,37 @@ def test_scores_equal_parasail(mode):
         assert saturated or score16 == ours
 
 
-def handovers(monkeypatch):
-    """Record ``(lane type, first column, last column done, columns)`` of every striped pass."""
-    runs = []
-    run = striped._run
-
-    def spy(dtype, stripe, walk, *args):
-        done = run(dtype, stripe, walk, *args)
-        runs.append((dtype, args[2], done, len(walk)))
-        return done
-
-    monkeypatch.setattr(striped, "_run", spy)
-    return runs
+def lane_columns(q, t, scheme, mode):
+    return striped.lane_columns(q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32),
+                                scheme.gap_open, scheme.gap_extend, MODES[mode])
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_scores_past_16_bits_continue_in_32_bits(mode, monkeypatch):
+def test_scores_past_16_bits_continue_in_32_bits(mode):
     # Identical sequences: the 16-bit pass starts (small scores, boundaries inside the
     # band) and its values pass 32767 part way, so the state is handed to 32-bit lanes.
     scheme = ScoringScheme.dna(match=5, mismatch=-4, gap_open=10, gap_extend=1)
     rng = np.random.default_rng(1800)
     q = rng.integers(0, 4, 7000, dtype=np.uint8)
     t = np.concatenate([rng.integers(0, 4, 50, dtype=np.uint8), q[:6900]])
-    runs = handovers(monkeypatch)
     for a, b in ((q, t), (t, q)):
         expected = row_kernel(a, b, scheme, mode)
         assert expected[0] > 32767
-        runs.clear()
-        assert striped_score(a, b, scheme, mode) == expected
-        (first, _, done, columns), (second, start, _, _) = runs
-        assert (first, second, start) == (np.int16, np.int32, done) and 0 < done < columns
+        *result, sixteen, columns = lane_columns(a, b, scheme, mode)
+        assert tuple(result) == expected and 0 < sixteen < columns
         assert parasail_score(a, b, scheme, mode, 32) == (expected[0], False)
 
 
-def test_scores_below_16_bits_continue_in_32_bits(monkeypatch):
+def test_scores_below_16_bits_continue_in_32_bits():
     # Global poly-A against poly-C: every cell is all gaps, H(i, j) = -(i + j), below
     # -32768 near the far corner while every boundary value fits in 16 bits. (Local and
     # semiglobal values never fall below the lowest boundary value.)
     scheme = ScoringScheme.dna(match=1, mismatch=-9, gap_open=0, gap_extend=1)
     q = np.zeros(30000, dtype=np.uint8)
     t = np.ones(3000, dtype=np.uint8)
-    runs = handovers(monkeypatch)
     for a, b in ((q, t), (t, q)):
-        runs.clear()
-        assert striped_score(a, b, scheme, "global") == row_kernel(a, b, scheme, "global")
-        (first, _, done, columns), (second, start, _, _) = runs
-        assert (first, second, start) == (np.int16, np.int32, done) and 0 < done < columns
+        *result, sixteen, columns = lane_columns(a, b, scheme, "global")
+        assert tuple(result) == row_kernel(a, b, scheme, "global") and 0 < sixteen < columns
 
 
 @pytest.mark.parametrize("mode", MODES)
