@@ -19,6 +19,9 @@ EPILOG = """examples:
   gpualign search -q queries.fa -d proteins.fa --out-blast hits.m8 --out-tsv hits.tsv --out-sam hits.sam
   # the score pass on the second GPU (fails with status 2 if it is not usable)
   gpualign search -q queries.fa -d proteins.fa --backend gpu --device 1 --out-blast hits.m8
+  # prepare the database once, then split it over two GPUs in one process
+  gpualign makedb --db proteins.fa --out proteins.gadb
+  gpualign search -q queries.fa -d proteins.gadb --backend gpu --devices 0,1 --out-blast hits.m8
   # DNA, both strands, 5 hits per query
   gpualign search -q reads.fa -d genomes.fa --match 2 --mismatch -3 --top 5 --out-blast hits.m8
   # scatter a database over 4 jobs, then merge (same output as one job)
@@ -31,11 +34,13 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "search", help="exact Smith-Waterman database search (top-k hits, E-values, alignments)",
         description="Score every query against every database sequence with exact local alignment "
-                    "(Smith-Waterman-Gotoh; SIMD across database sequences on the CPU, one GPU thread "
-                    "per sequence on the GPU), keep the --top best hits "
+                    "(Smith-Waterman-Gotoh; SIMD across database sequences on the CPU; on the GPU two "
+                    "sequences per thread in 16-bit DPX arithmetic, rescored in 32 bits where a score "
+                    "could overflow, the database resident and the top hits chosen on the device), "
+                    "keep the --top best hits "
                     "of each query (score, then database order, then + before -), align them with the "
                     "pairwise engine, and write BLAST tabular, a hits TSV with bit scores and E-values, "
-                    "and SAM/BAM. The database is streamed in chunks of bounded size.",
+                    "and SAM/BAM. The database is read once (memory-mapped when prepared by 'gpualign makedb') and scored in chunks (CPU) or device-sized parts (GPU).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-q", "--query", required=True, metavar="FASTA", help="query sequences (FASTA, .gz ok)")
     parser.add_argument("-d", "--db", required=True, metavar="DB",
@@ -49,7 +54,8 @@ def register(subparsers) -> None:
     parser.add_argument("--strand", choices=("both", "plus"),
                         help="search the query's reverse complement too [both for DNA, plus for protein]")
     parser.add_argument("--chunk-residues", type=int, default=20_000_000, metavar="N",
-                        help="database residues held and scored at once (bounds memory) [20000000]")
+                        help="database residues held and scored at once on the CPU (bounds memory; the "
+                             "GPU cuts the database into parts that fit its memory) [20000000]")
     parser.add_argument("--shards", type=int, default=1, metavar="N",
                         help="split the database into N contiguous ranges of records [1]")
     parser.add_argument("--shard", type=int, default=0, metavar="I",
