@@ -4,7 +4,9 @@ Numba widens ``int16`` and ``int32`` arithmetic to ``int64`` (like NumPy's scala
 rules), which quarters or halves the lanes per vector instruction. The intrinsics
 here compute in the operands' own width, so a loop over a fixed number of lanes
 of ``int16`` values becomes ``vpaddsw``/``vpmaxsw`` on 32 lanes per AVX-512
-register. Used by the striped pairwise score (:mod:`gpualign_plugin.striped`).
+register. Used by the SIMD kernels of the database search
+(:mod:`gpualign_plugin.search.cpu`) and the striped pairwise score
+(:mod:`gpualign_plugin.striped`).
 """
 
 from __future__ import annotations

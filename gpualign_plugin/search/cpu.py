@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import njit, prange
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
+from gpualign_plugin.runtime.lanes import add as _add
+from gpualign_plugin.runtime.lanes import maximum as _max
 from gpualign_plugin.scoring import NEG_INF
 
 LANES = 64
@@ -53,39 +52,6 @@ SATURATED16 = 32767
 
 LOW16 = -32768
 """Minus infinity and padding score of 16-bit lanes (saturating arithmetic keeps it there)."""
-
-
-@intrinsic
-def _add(typingctx, a, b):
-    """``a + b`` in the operands' own width: saturating for int16, wrapping for int32.
-
-    (Numba would widen int16/int32 arithmetic to int64, halving or quartering the
-    lanes per vector.)
-    """
-    if not (isinstance(a, types.Integer) and a == b and a.bitwidth in (16, 32)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        if signature.return_type.bitwidth == 16:
-            kind = args[0].type
-            saturating = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(kind, [kind, kind]), "llvm.sadd.sat.i16")
-            return builder.call(saturating, args)
-        return builder.add(args[0], args[1])
-
-    return a(a, b), codegen
-
-
-@intrinsic
-def _max(typingctx, a, b):
-    """``max(a, b)`` of two integers of the same width, kept in that width."""
-    if not (isinstance(a, types.Integer) and a == b):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.select(builder.icmp_signed(">", args[0], args[1]), args[0], args[1])
-
-    return a(a, b), codegen
 
 
 @njit(cache=True, nogil=True)
