@@ -172,11 +172,12 @@ PARASAIL_FUNCTIONS = {"local": "sw", "global": "nw", "semiglobal": "sg_dx"}
 
 
 def parasail_scorers(scheme: ScoringScheme, mode: str) -> list:
-    """``(name, function(query_codes, target_codes))`` of parasail's striped 16 and 32-bit kernels.
+    """``(name, function(query_text, target_text))`` of parasail's striped 16 and 32-bit kernels.
 
-    Empty when parasail is not installed. parasail's matrix is the scheme's over its
-    alphabet's letters; its gap open is ``open + extend`` (it charges
-    ``open + (k - 1) * extend``). Each function returns parasail's result
+    Empty when parasail is not installed. The texts are the sequences in the
+    alphabet's letters (convert once, outside any timing); parasail's matrix is
+    the scheme's over those letters, and its gap open is ``open + extend`` (it
+    charges ``open + (k - 1) * extend``). Each function returns parasail's result
     (``score``, ``saturated``, ``end_query``, ``end_ref``).
     """
     try:
@@ -193,9 +194,9 @@ def parasail_scorers(scheme: ScoringScheme, mode: str) -> list:
         name = f"{PARASAIL_FUNCTIONS[mode]}_striped_{bits}"
         kernel = getattr(parasail, name)
 
-        def function(query, target, kernel=kernel):
-            return kernel("".join(letters[c] for c in query), "".join(letters[c] for c in target),
-                          scheme.gap_open + scheme.gap_extend, scheme.gap_extend, matrix)
+        def function(query_text, target_text, kernel=kernel):
+            return kernel(query_text, target_text, scheme.gap_open + scheme.gap_extend,
+                          scheme.gap_extend, matrix)
 
         scorers.append((f"parasail {name}", function))
     return scorers
@@ -306,9 +307,11 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
                                functools.partial(function, query[:WARMUP_LENGTH], target, scheme,
                                                  args.mode, **kwargs)]
                 others = parasail_scorers(scheme, args.mode) if name == "cpu" and task == "score" else []
-                timed = _time_interleaved([ours] + [functools.partial(f, query, target) for _, f in others],
+                texts = ["".join(scheme.alphabet.letters[c] for c in codes) for codes in (query, target)] \
+                    if others else []
+                timed = _time_interleaved([ours] + [functools.partial(f, *texts) for _, f in others],
                                           args.repeat, warmups +
-                                          [functools.partial(f, query[:300], target[:300]) for _, f in others])
+                                          [functools.partial(f, *(x[:300] for x in texts)) for _, f in others])
                 seconds, result = timed[0]
                 results[name] = result
                 summary = f"score {result.score} end ({result.query_end},{result.target_end})"
