@@ -5,8 +5,8 @@ repository, once with ``backend: gpu`` (a job that cannot use the GPU fails inst
 falling back) and ``--resources gpu=1``, once with ``backend: cpu``. Every alignment job's
 run statistics must name the GPU, and every output file must be identical between the two
 runs, byte for byte, except what records the run itself: the command lines written into
-headers (``@PG`` of BAM and SAM, ``# command:`` of block tables, ``# gpualign ...`` of MAF;
-they say ``--backend gpu``), the indexes of those BAMs, the run statistics and the throughput
+headers (``@PG`` of BAM and SAM, ``# command:`` of block tables, ``# gpualign ...`` of MAF,
+``##gpualignCommand`` of VCF; they say ``--backend gpu``), the indexes of those BAMs, the run statistics and the throughput
 pages of the report built from them.
 """
 
@@ -23,7 +23,7 @@ from test_workflow import SNAKEMAKE, copy_project, snakemake
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")]
 
-ALIGNMENT_COMMANDS = {"pairwise", "syntenic", "search", "align3"}
+ALIGNMENT_COMMANDS = {"pairwise", "syntenic", "compare", "search", "align3"}
 RUN_RECORDS = ("stats", "report", ".gpu-slots")
 """Folders under results/ that describe the run (engine, timings), not the answer."""
 
@@ -53,7 +53,8 @@ def answer_files(results: str) -> list[str]:
     return sorted(found)
 
 
-COMMAND_LINE_PREFIXES = ("@PG", "# command: gpualign ", "# gpualign ", "# Commandline: gpualign ")
+COMMAND_LINE_PREFIXES = ("@PG", "# command: gpualign ", "# gpualign ", "# Commandline: gpualign ",
+                         "##gpualignCommand=")
 
 
 def without_command_lines(lines: list[str]) -> list[str]:
