@@ -72,7 +72,7 @@ CHAIN_OVERLAP = 100
 CHUNK_LENGTH = 20000
 """A region's syntenic alignment is cut at placement anchors about this many contig bases apart."""
 
-ANCHOR_RUN = 32
+ANCHOR_RUN = 20
 """An anchor is the middle of a run of at least this many identical columns of a placement."""
 
 EVENT_KINDS = ("insertion", "deletion", "inversion", "relocation", "translocation",
