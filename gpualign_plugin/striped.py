@@ -291,8 +291,9 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
         H[:] = H16
         G[:] = G16
         carry[:] = carry16
-        profile = np.empty(letters * column, dtype=np.int32)
-        profile[:] = profile16
+        if done < K:
+            profile = np.empty(letters * column, dtype=np.int32)
+            profile[:] = profile16
     else:
         profile = np.empty(letters * column, dtype=np.int32)
         _start(H, G, carry, profile, stripe, matrix, transposed, seg_len, stripe_gap, gap_open,

@@ -68,7 +68,11 @@ def _score(q, t, matrix, scheme, mode_code) -> PairScore:
 
 def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
                threads: int | None = None) -> PairScore:
-    """Optimal score and end cell of one pair, in O(min(m, n)) memory (O(m + n) when tiled).
+    """Optimal score and end cell of one pair.
+
+    Memory: the striped kernel holds at most ``12 + 6 * alphabet`` bytes per residue of the
+    sequence it stripes (the longer one up to 32,768 residues, else the shorter; the row
+    kernel 9 bytes per residue of the shorter); the tiled kernel O(m + n).
 
     One thread runs the striped SIMD kernel of :mod:`gpualign_plugin.striped`
     (pairs of at least :data:`STRIPED_MIN_CELLS` cells; smaller ones the row
