@@ -58,6 +58,7 @@ carries from segment to segment stay in registers for four of them."""
 
 @njit(cache=True, nogil=True, inline="always")
 def _boundary(gap, k, gap_open, gap_extend):
+    """``H`` of boundary cell ``k`` of a side: ``-(open + k * extend)`` if it carries gap costs."""
     return -(gap_open + k * gap_extend) if gap and k > 0 else 0
 
 
@@ -101,8 +102,9 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
 
     Compiled for int16 and int32 lanes: ``profile`` (``alphabet x seg_len x
     LANES``, flat), the state ``H``, ``G`` (``seg_len x LANES``) and ``carry``
-    (``1 + LANES``; ``carry[0]`` stays minus infinity), ``work`` (``4 x LANES`` scratch) and the constants
-    ``neg_oe = -(open + extend)``, ``neg_ext = -extend``, ``floor`` (0 local,
+    (``1 + LANES``; ``carry[0]`` stays minus infinity), ``work`` (``4 x LANES``
+    scratch) and the constants ``neg_oe = -(open + extend)``,
+    ``neg_ext = -extend``, ``floor`` (0 local,
     else ``neg``), ``neg`` (minus infinity) and the safe band ``low``/``high``
     all have the lane type.
 

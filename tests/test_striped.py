@@ -16,7 +16,8 @@ from gpualign_plugin import gotoh, striped
 from gpualign_plugin.pairwise.cpu import STRIPED_MIN_CELLS, score_pair
 from gpualign_plugin.scoring import ScoringScheme
 
-parasail = pytest.importorskip("parasail", reason="parasail is a test dependency (pip install -e .[test])")
+parasail = pytest.importorskip("parasail",
+                               reason="parasail is a test dependency (pip install -e .[test])")
 
 MODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
 PARASAIL = {"local": "sw", "global": "nw", "semiglobal": "sg_dx"}
