@@ -27,7 +27,7 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.runtime.machine import cpu_description
 from gpualign_plugin.scoring import ScoringScheme
 
-TASKS = ("score", "align", "batch", "syntenic", "align3", "fold", "search")
+TASKS = ("score", "align", "batch", "syntenic", "align3", "fold", "search", "placement")
 
 EPILOG = """examples:
   gpualign bench                                  # local score-only and alignment at 20 kbp, the batch workload
@@ -50,6 +50,10 @@ def register(subparsers) -> None:
     parser.add_argument("--mode", choices=("local", "global", "semiglobal"), default="local")
     parser.add_argument("--batch", default="1000x512", metavar="PAIRSxLENGTH",
                         help="batch workload: number of pairs x length, with traceback [1000x512]")
+    parser.add_argument("--placement", default="8x200000", metavar="CONTIGSxLENGTH",
+                        help="placement workload: a simulated strain of a random genome of LENGTH bp "
+                             "cut into CONTIGS contigs of random orientation, placed on both strands "
+                             "with gpualign pairwise's default local placement [8x200000]")
     parser.add_argument("--align3-length", type=int, default=300, metavar="N",
                         help="align3: three related random proteins of N residues, full alignment [300]")
     parser.add_argument("--fold-length", type=int, default=2000, metavar="N",
@@ -331,6 +335,63 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
         rows.extend(_fold_rows(args))
     if "search" in tasks:
         rows.extend(_search_rows(args))
+    if "placement" in tasks:
+        rows.extend(_placement_rows(args))
+    return rows
+
+
+def placement_workload(count: int, length: int, seed: int):
+    """Contigs and reference of the placement row: a random genome of ``length`` bp, a strain of
+    it simulated with every large event (:mod:`gpualign_plugin.compare.simulate` defaults), cut
+    into ``count`` contigs of equal length, each reverse-complemented with probability 1/2."""
+    from gpualign_plugin.compare.simulate import SimulationParameters, simulate_genome
+    from gpualign_plugin.scoring import reverse_complement_text
+
+    rng = np.random.default_rng(seed)
+    genome = "".join(rng.choice(list("ACGT"), length))
+    strain, _ = simulate_genome([("genome", genome)], SimulationParameters(), seed)
+    text = strain[0][1]
+    size = -(-len(text) // count)
+    scheme = ScoringScheme.dna()
+    contigs = []
+    for k in range(count):
+        piece = text[k * size:(k + 1) * size]
+        if rng.random() < 0.5:
+            piece = reverse_complement_text(piece)
+        contigs.append(scheme.encode(f"contig{k}", piece))
+    return contigs, [scheme.encode("genome", genome)], scheme
+
+
+def _placement_rows(args) -> list[Row]:
+    from gpualign_plugin.pairwise.api import place_local
+
+    count, length = parse_size(args.placement)
+    contigs, reference, scheme = placement_workload(count, length, args.seed)
+    first_pass = 2 * length * sum(len(c) for c in contigs)
+    rows, results = [], {}
+    for backend, device in _backends(args):
+        if backend == "cpu" and first_pass > args.cpu_max_cells:
+            rows.append(Row("placement", backend, device, args.placement, float("nan"), first_pass, "",
+                            f"skipped (> --cpu-max-cells {args.cpu_max_cells:g})"))
+            continue
+        cells = []
+
+        def function(backend=backend):
+            cells.clear()
+            return place_local(contigs, reference, scheme, backend=backend, device=args.device,
+                               on_cells=cells.append)
+
+        # One warm-up on the first contig compiles the kernels; the timed run is the whole set.
+        warm = functools.partial(place_local, contigs[:1], reference, scheme, backend=backend,
+                                 device=args.device)
+        seconds, result = _time(function, 1, warm)
+        results[backend] = result
+        kinds = [sum(a.is_primary and not a.is_supplementary for a in result),
+                 sum(a.is_supplementary for a in result), sum(not a.is_primary for a in result)]
+        rows.append(Row("placement", backend, device, args.placement, seconds, sum(cells),
+                        _gpu_memory(backend), f"{kinds[0]} primary, {kinds[1]} supplementary, "
+                        f"{kinds[2]} secondary of {count} contigs"))
+    _agreement(rows, results)
     return rows
 
 

@@ -302,7 +302,7 @@ def all_outputs():
     if analyses["search"]:
         outputs += ["results/report/top_hits.html"]
     if analyses["pairwise"]:
-        outputs += ["results/report/bam_stats.html"]
+        outputs += ["results/report/bam_stats.html", "results/report/placement.html"]
     if analyses["three_way"]:
         outputs += ["results/report/three_way.html"]
     return outputs

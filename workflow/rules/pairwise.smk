@@ -51,12 +51,14 @@ rule pairwise_shard:
         gpu_slot=GPU_SLOT,
         backend=config["backend"],
         mode=config["pairwise"]["mode"],
+        evalue=config["pairwise"]["evalue"],
         strand=config["pairwise"]["strand"],
         min_score=config["pairwise"]["min_score"],
         scoring=scoring_options("pairwise"),
     shell:
         "{params.gpualign} {params.gpu_slot} pairwise --query {input.query:q} --target {input.reference:q} "
-        "--out {output.bam:q} --out {output.paf:q} --mode {params.mode} --strand {params.strand} "
+        "--out {output.bam:q} --out {output.paf:q} --mode {params.mode} --evalue {params.evalue} "
+        "--strand {params.strand} "
         "--min-score {params.min_score} {params.scoring} --backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"
 

@@ -106,6 +106,32 @@ rule report_bam_stats:
         "../scripts/report_tables.py"
 
 
+rule report_placement:
+    input:
+        bams=expand("results/pairwise/{genome}.bam", genome=QUERIES),
+    output:
+        tsv="results/report/placement.tsv",
+        html=report(
+            "results/report/placement.html",
+            category="Pairwise",
+            caption="../report/placement.rst",
+            labels={"table": "every placed piece"},
+        ),
+    log:
+        "logs/report/placement.log",
+    benchmark:
+        "benchmarks/report/placement.tsv"
+    conda:
+        "../envs/gpualign.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        kind="placement",
+    script:
+        "../scripts/report_tables.py"
+
+
 rule report_three_way:
     input:
         maf="results/three_way/all.maf",

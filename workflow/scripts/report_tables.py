@@ -5,6 +5,7 @@ change when the rules are imported as a module):
 ``throughput`` (the jobs' --stats JSON -> TSV and HTML table),
 ``identity`` (PAF alignments -> one identity histogram per kind, weighted by columns),
 ``bam_stats`` (each query genome's BAM -> samtools-stats-like figures, TSV and HTML),
+``placement`` (each query genome's BAM -> one row per placed piece or unmapped record),
 ``hits`` (merged BLAST tabular hits -> HTML table),
 ``three_way`` (the merged MAF -> one row per block, TSV and HTML) and
 ``differences`` (``gpualign compare``'s differences table -> a sortable HTML table; the
@@ -22,6 +23,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pysam  # noqa: E402
 
 from gpualign_plugin.io.atomic import atomic_path, atomic_text  # noqa: E402
 from gpualign_plugin.io.bam_stats import bam_statistics  # noqa: E402
@@ -111,6 +113,42 @@ def bam_stats(snakemake):
     write_table(snakemake, "BAM statistics per query genome", BAM_COLUMNS, rows)
 
 
+PLACEMENT_COLUMNS = ("genome", "query", "length", "kind", "q.start", "q.end", "reference",
+                     "r.start", "r.end", "strand", "MAPQ", "E-value", "identity %")
+
+
+def placed_pieces(genome, bam):
+    """One row per record of ``bam``: the piece's query and reference intervals, or unmapped."""
+    rows = []
+    with pysam.AlignmentFile(bam, "rb") as handle:
+        for record in handle:
+            length = record.infer_read_length() or record.query_length
+            if record.is_unmapped:
+                rows.append([genome, record.query_name, length, "unmapped"] + [""] * 9)
+                continue
+            ops = record.cigartuples
+            head = ops[0][1] if ops[0][0] in (4, 5) else 0
+            tail = ops[-1][1] if ops[-1][0] in (4, 5) else 0
+            start, end = (tail, length - head) if record.is_reverse else (head, length - tail)
+            columns = sum(n for op, n in ops if op in (0, 1, 2, 7, 8))
+            identity = 100.0 * (columns - record.get_tag("NM")) / columns if columns else 0.0
+            kind = ("secondary" if record.is_secondary else
+                    "supplementary" if record.is_supplementary else "primary")
+            evalue = f"{record.get_tag('ZE'):.2e}" if record.has_tag("ZE") else ""
+            rows.append([genome, record.query_name, length, kind, start + 1, end,
+                         record.reference_name, record.reference_start + 1, record.reference_end,
+                         "-" if record.is_reverse else "+", record.mapping_quality, evalue,
+                         f"{identity:.2f}"])
+    return rows
+
+
+def placement(snakemake):
+    rows = []
+    for path in snakemake.input.bams:
+        rows += placed_pieces(os.path.basename(path)[:-len(".bam")], path)
+    write_table(snakemake, "Every placed piece of each query genome", PLACEMENT_COLUMNS, rows)
+
+
 def pair_identity(first, second):
     """Identical columns / columns where both rows hold a residue, in percent."""
     both = [(a, b) for a, b in zip(first.upper(), second.upper()) if a != "-" and b != "-"]
@@ -174,4 +212,4 @@ def differences(snakemake):
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (Snakemake's script global)
 {"throughput": throughput, "identity": identity, "hits": hits, "bam_stats": bam_stats,
- "three_way": three_way, "differences": differences}[snakemake.params.kind](snakemake)  # noqa: F821
+ "placement": placement, "three_way": three_way, "differences": differences}[snakemake.params.kind](snakemake)  # noqa: F821
