@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import heapq
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 from typing import Sequence as Ordered
 
@@ -204,8 +205,17 @@ class _Slice:
     t1: int
 
 
+GPU_STREAMS = 8
+"""Queries placed at once on the GPU, each on its own CUDA stream: one pair's striped sweep keeps
+only about ``min(m, n) / 64`` warps busy, so contig-sized pairs leave most of the device idle."""
+
+
 class _Engine:
-    """Score-only and full local alignment of query segments on the resolved backend."""
+    """Score-only and full local alignment of query segments on the resolved backend.
+
+    ``gpu_memory`` (GPU only) bounds each alignment's memory, so that several
+    queries placed at once on their own streams fit the device together.
+    """
 
     def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None,
                  gpu_memory: int | None = None, gpu_profile: dict | None = None):
@@ -357,6 +367,9 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target))
+    if engine.gpu is not None and len(queries) > 1:
+        return _place_on_streams(queries, targets, strand_list, engine, parameters, database, evalue,
+                                 zdrop, max(1, min_score), on_cells)
     session = contextlib.nullcontext()
     if engine.gpu is not None and len(targets) * len(strand_list) <= SESSION_CANDIDATES:
         session = engine.session = engine.gpu.long_pair_session(scheme, "local", device, gpu_memory,
@@ -369,6 +382,40 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
                                        evalue, zdrop, max(1, min_score)))
             if on_cells is not None:
                 on_cells(engine.cells - before)
+    return placed
+
+
+def _place_on_streams(queries, targets, strand_list, engine: _Engine, parameters, database, evalue,
+                      zdrop, min_score, on_cells) -> list[Alignment]:
+    """:func:`place_local`'s loop on the GPU for several queries: :data:`GPU_STREAMS` at once,
+    each on its own CUDA stream with its own engine (no :class:`LongPairSession`: its kept
+    passes and pool limit belong to one caller), each alignment within an equal share of the
+    memory; the records in query order, as one query after the other gives them."""
+    import cupy
+
+    from gpualign_plugin.runtime.kernels import free_bytes
+
+    with cupy.cuda.Device(engine.device):
+        share = free_bytes() // (2 * GPU_STREAMS)
+    budget = share if engine.gpu_memory is None else min(engine.gpu_memory, share)
+
+    def one(query: Sequence) -> tuple[list[Alignment], int, dict]:
+        mine = _Engine(engine.scheme, "gpu", engine.device, engine.threads, budget,
+                       {} if engine.gpu_profile is not None else None)
+        with cupy.cuda.Device(engine.device), cupy.cuda.Stream(non_blocking=True):
+            found = _place_query(query, targets, strand_list, mine, parameters, database, evalue,
+                                 zdrop, min_score)
+        return found, mine.cells, mine.gpu_profile
+
+    placed: list[Alignment] = []
+    with ThreadPoolExecutor(max_workers=GPU_STREAMS) as pool:
+        for found, cells, profile in pool.map(one, queries):
+            placed.extend(found)
+            for key, value in (profile or {}).items():  # one query's sums into the run's
+                total = engine.gpu_profile.get(key, 0)
+                engine.gpu_profile[key] = max(total, value) if key == "peak_planned_bytes" else total + value
+            if on_cells is not None:
+                on_cells(cells)
     return placed
 
 
