@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import heapq
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 from typing import Sequence as Ordered
@@ -207,14 +208,21 @@ class _Slice:
 
 GPU_STREAMS = 8
 """Queries placed at once on the GPU, each on its own CUDA stream: one pair's striped sweep keeps
-only about ``min(m, n) / 64`` warps busy, so contig-sized pairs leave most of the device idle."""
+only about ``min(m, n) / 64`` warps busy, so contig-sized pairs leave most of the device idle
+(docs/GPU.md, "Local placement": on an H100, 8 streams 3.6x faster than one; 16 and 32 no
+faster than 8 once alignments are serialised)."""
+
+_GPU_ALIGN_LOCK = threading.Lock()
+"""One GPU alignment at a time: :func:`gpualign_plugin.pairwise.gpu.align_pair` limits CuPy's
+(process-wide) memory pool while it runs, so concurrent ones would undo each other's limits.
+Score passes, most of placement's cells, run concurrently."""
 
 
 class _Engine:
     """Score-only and full local alignment of query segments on the resolved backend.
 
-    ``gpu_memory`` (GPU only) bounds each alignment's memory, so that several
-    queries placed at once on their own streams fit the device together.
+    ``gpu_memory`` (GPU only) bounds each alignment's memory (see
+    :func:`gpualign_plugin.pairwise.gpu.align_pair`).
     """
 
     def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None,
@@ -257,8 +265,9 @@ class _Engine:
             pair = self.session.align(where, q, t)
         elif self.gpu is not None:
             profile = {} if self.gpu_profile is not None else None
-            pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device, memory_budget=self.gpu_memory,
-                                       profile=profile)
+            with _GPU_ALIGN_LOCK:
+                pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device,
+                                           memory_budget=self.gpu_memory, profile=profile)
             if profile:
                 self.gpu.add_profile(self.gpu_profile, profile)
         else:
@@ -389,18 +398,13 @@ def _place_on_streams(queries, targets, strand_list, engine: _Engine, parameters
                       zdrop, min_score, on_cells) -> list[Alignment]:
     """:func:`place_local`'s loop on the GPU for several queries: :data:`GPU_STREAMS` at once,
     each on its own CUDA stream with its own engine (no :class:`LongPairSession`: its kept
-    passes and pool limit belong to one caller), each alignment within an equal share of the
-    memory; the records in query order, as one query after the other gives them."""
+    passes and pool limit belong to one caller; alignments one at a time, see
+    :data:`_GPU_ALIGN_LOCK`); the records in query order, as one query after the other gives
+    them."""
     import cupy
 
-    from gpualign_plugin.runtime.kernels import free_bytes
-
-    with cupy.cuda.Device(engine.device):
-        share = free_bytes() // (2 * GPU_STREAMS)
-    budget = share if engine.gpu_memory is None else min(engine.gpu_memory, share)
-
     def one(query: Sequence) -> tuple[list[Alignment], int, dict]:
-        mine = _Engine(engine.scheme, "gpu", engine.device, engine.threads, budget,
+        mine = _Engine(engine.scheme, "gpu", engine.device, engine.threads, engine.gpu_memory,
                        {} if engine.gpu_profile is not None else None)
         with cupy.cuda.Device(engine.device), cupy.cuda.Stream(non_blocking=True):
             found = _place_query(query, targets, strand_list, mine, parameters, database, evalue,
