@@ -342,14 +342,17 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
 
 def placement_workload(count: int, length: int, seed: int):
     """Contigs and reference of the placement row: a random genome of ``length`` bp, a strain of
-    it simulated with every large event (:mod:`gpualign_plugin.compare.simulate` defaults), cut
-    into ``count`` contigs of equal length, each reverse-complemented with probability 1/2."""
+    it simulated with every large event (:mod:`gpualign_plugin.compare.simulate` defaults, each
+    event at most 1/16 of the genome), cut into ``count`` contigs of equal length, each
+    reverse-complemented with probability 1/2."""
     from gpualign_plugin.compare.simulate import SimulationParameters, simulate_genome
     from gpualign_plugin.scoring import reverse_complement_text
 
     rng = np.random.default_rng(seed)
     genome = "".join(rng.choice(list("ACGT"), length))
-    strain, _ = simulate_genome([("genome", genome)], SimulationParameters(), seed)
+    events = {name: min(getattr(SimulationParameters, name), length // 16) for name in
+              ("inversion_length", "deletion_length", "insertion_length", "transposition_length")}
+    strain, _ = simulate_genome([("genome", genome)], SimulationParameters(**events), seed)
     text = strain[0][1]
     size = -(-len(text) // count)
     scheme = ScoringScheme.dna()

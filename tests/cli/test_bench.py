@@ -24,6 +24,13 @@ def test_bench_measures_every_cpu_task_and_describes_the_machine(capsys, data_di
         assert seconds > 0 and math.isfinite(seconds)
 
 
+def test_placement_row_places_the_contigs_of_a_simulated_strain(capsys):
+    assert main(["bench", "--backend", "cpu", "--tasks", "placement", "--placement", "3x8000",
+                 "--repeat", "1"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("placement "))
+    assert "3 primary" in row and "of 3 contigs" in row and "8000" in row
+
+
 def test_bench_skips_cpu_rows_over_the_cell_limit_and_says_so(capsys):
     assert main(["bench", "--backend", "cpu", "--tasks", "score", "--sizes", "1000x1000",
                  "--cpu-max-cells", "1000", "--repeat", "1"]) == 0
