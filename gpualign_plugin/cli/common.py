@@ -57,8 +57,9 @@ def sequence_kind(text: str) -> str:
 def detected_kind(paths) -> str | None:
     """The kind (``'dna'``/``'protein'``) the first record of every FASTA in ``paths`` agrees on.
 
-    ``None`` when the files disagree, or one cannot be read as FASTA here (reading it
-    later gives the proper error). Reads one record of each file.
+    A path that is not a readable FASTA file here (a prepared search database, a missing
+    file: reading it later gives the proper error) is passed over. ``None`` when the
+    files disagree or none could be read. Reads one record of each file.
     """
     from gpualign_plugin.io.fasta import iter_fasta_text
 
@@ -67,7 +68,7 @@ def detected_kind(paths) -> str | None:
         try:
             _, _, text = next(iter(iter_fasta_text(path)))
         except (InputError, OSError, StopIteration, UnicodeDecodeError):
-            return None
+            continue
         kinds.add(sequence_kind(text[:100_000]))
     return kinds.pop() if len(kinds) == 1 else None
 

@@ -40,6 +40,7 @@ def test_detected_kind_needs_every_file_to_agree(tmp_path):
     assert detected_kind([tmp_path / "d.fa"]) == "dna"
     assert detected_kind([tmp_path / "p.fa", tmp_path / "d.fa"]) is None
     assert detected_kind([tmp_path / "missing.fa"]) is None
+    assert detected_kind([tmp_path / "d.fa", tmp_path / "missing.fa"]) == "dna"
 
 
 def test_protein_inputs_get_blosum62_defaults_and_one_line_says_so(tmp_path, run):
