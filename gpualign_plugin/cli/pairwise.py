@@ -62,7 +62,10 @@ def register(subparsers) -> None:
                              "strands as secondary (default: the best of each query only)")
     parser.add_argument("--strand", choices=("both", "plus"),
                         help="align the query's reverse complement too [both for DNA, plus for protein]")
-    parser.add_argument("--pairs", metavar="FILE", help="align only these pairs: 'QUERY_ID TARGET_ID' a line")
+    parser.add_argument("--pairs", metavar="FILE",
+                        help="align only these pairs: 'QUERY_ID TARGET_ID' a line (local mode: each listed "
+                             "query is placed on its listed targets, which are then its whole database; "
+                             "queries not listed are left out)")
     parser.add_argument("--min-score", type=int, metavar="N",
                         help="drop alignments scoring below N [local: 1; global/semiglobal: keep all]")
     parser.add_argument("--zdrop", type=float, default=ZDROP_BITS, metavar="BITS",
