@@ -255,8 +255,10 @@ class Variant:
     region : str
         Region id.
     buffer : int
-        Matching columns to the nearest other SNP, indel or end of its matching region
-        (dnadiff's ``[BUFF]``; a SNP with ``buffer >= 20`` is one of its "good" SNPs).
+        show-snps' ``[BUFF]`` (as dnadiff runs it, by reference position): the distance to the
+        nearest other SNP or indel base of its matching region, or one plus the distance to
+        the region's nearer end; for an indel the least over its bases. dnadiff's "good"
+        SNPs and indels have ``buffer >= 20``.
     """
 
     target_id: str
@@ -775,32 +777,25 @@ def _variants(region: Region, work: _Work):
     for block in region.alignment.matching_regions:
         qi = block.query_start
         ti = region.target_start + block.target_start
-        found = []  # (column, variant fields)
-        column = 0
+        found = []  # (reference position, REF, ALT, oriented contig position)
         for length, op in block.cigar.runs:
             if op == "=":
                 qi += length
                 ti += length
             elif op == "X":
                 for k in range(length):
-                    found.append((column + k, ti + k, letters[target[ti + k]],
-                                  letters[query[qi + k]], qi + k))
+                    found.append((ti + k, letters[target[ti + k]], letters[query[qi + k]], qi + k))
                 qi += length
                 ti += length
             elif op == "D":
-                found.append((column, ti, "".join(letters[c] for c in target[ti:ti + length]), "",
-                              qi))
+                found.append((ti, "".join(letters[c] for c in target[ti:ti + length]), "", qi))
                 ti += length
             else:
-                found.append((column, ti, "", "".join(letters[c] for c in query[qi:qi + length]),
-                              qi))
+                found.append((ti, "", "".join(letters[c] for c in query[qi:qi + length]), qi))
                 qi += length
-            column += length if op in "=XID" else 0
-        total = block.cigar.columns()
-        for k, (col, tpos, ref, alt, qpos) in enumerate(found):
-            before = col - (found[k - 1][0] + 1) if k else col
-            width = max(len(ref), len(alt)) if not (ref and alt) else 1
-            after = (found[k + 1][0] if k + 1 < len(found) else total) - (col + width)
+        buffers = _buffers(found, region.target_start + block.target_start,
+                           region.target_start + block.target_end)
+        for (tpos, ref, alt, qpos), buffer in zip(found, buffers):
             if ref and not alt:
                 # A deletion has no contig base: name the next one (the previous one when the
                 # oriented contig runs backwards, so the position is on the forward strand).
@@ -811,4 +806,32 @@ def _variants(region: Region, work: _Work):
             else:
                 query_pos = region.query_position(qpos + max(1, len(alt)) - 1)
             yield Variant(region.target_id, tpos, ref, alt, region.query_id, query_pos,
-                          region.strand, region.id, max(0, min(before, after)))
+                          region.strand, region.id, buffer)
+
+
+def _buffers(found, start: int, end: int) -> list[int]:
+    """show-snps' ``[BUFF]`` (sorted by reference) of each variant of one matching region.
+
+    show-snps lists every indel base as an entry at a reference position (1-based): a deleted
+    base at its own position, every inserted base at the position of the reference base
+    before it. An entry's buffer is one plus its distance to the nearer end of the alignment,
+    or less, its distance to the previous or next entry. A variant's buffer is the least of
+    its entries' (a longer indel has entries 0 or 1 apart). ``start``, ``end``: the matching
+    region on the reference, 0-based half-open.
+    """
+    entries = []  # (1-based reference position, variant index)
+    for index, (tpos, ref, alt, _) in enumerate(found):
+        if ref:
+            entries += [(tpos + 1 + k, index) for k in range(len(ref))]
+        else:
+            entries += [(tpos, index)] * len(alt)
+    buffers = [None] * len(found)
+    low, high = start + 1, end
+    for k, (position, index) in enumerate(entries):
+        buffer = 1 + min(position - low, high - position)
+        if k:
+            buffer = min(buffer, position - entries[k - 1][0])
+        if k + 1 < len(entries):
+            buffer = min(buffer, entries[k + 1][0] - position)
+        buffers[index] = buffer if buffers[index] is None else min(buffers[index], buffer)
+    return buffers

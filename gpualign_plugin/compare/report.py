@@ -15,7 +15,7 @@ from gpualign_plugin.compare.features import side_totals
 from gpualign_plugin.io.vcf import VcfRecord
 
 GOOD_BUFFER = 20
-"""dnadiff's ``$SNPBuff``: a SNP or indel this far (columns) from any other is "good"."""
+"""dnadiff's ``$SNPBuff``: a SNP or indel base with a buffer of at least this is "good"."""
 
 DIFFERENCE_COLUMNS = ("id", "kind", "query_id", "query_start", "query_end", "query_len",
                       "target_id", "target_start", "target_end", "target_len", "orientation",
@@ -96,11 +96,11 @@ def _snp_lines(comparison: GenomeComparison) -> list[str]:
             good_snps[variant.ref.upper(), variant.alt.upper()] += good
             continue
         indel_events += 1
-        # dnadiff counts indels in bases; a base of a longer indel has a neighbour 1 away.
+        # dnadiff counts indels in bases; a longer indel's buffer is 0 or 1 (its own bases).
         for base in (variant.ref or variant.alt).upper():
             key = (base, ".") if variant.ref else (".", base)
             indels[key] += 1
-            good_indels[key] += good and len(variant.ref or variant.alt) == 1
+            good_indels[key] += good
     lines = []
     for label, counts in (("TotalSNPs", snps), ("TotalGSNPs", good_snps)):
         total = sum(counts.values())
@@ -152,8 +152,8 @@ VCF_INFO = [("QRY", "1", "String", "Contig carrying the variant"),
                                     "(an indel: the contig base next to it)"),
             ("STRAND", "1", "String", "Strand of the contig in the region (-: reverse complemented)"),
             ("REGION", "1", "String", "Region id of the differences table and report"),
-            ("BUFF", "1", "Integer", "Alignment columns to the nearest other SNP, indel or "
-                                     "alignment end (dnadiff's BUFF)")]
+            ("BUFF", "1", "Integer", "show-snps' BUFF: reference positions to the nearest other "
+                                     "SNP or indel base, or 1 + to the alignment end")]
 """INFO fields of the comparison's VCF."""
 
 

@@ -68,6 +68,10 @@ def test_report_agrees_with_dnadiff(assembly):
             assert ours[label][column] == theirs[label][column], side_by_side
     snps, their_snps = number(ours["TotalSNPs"][0]), number(theirs["TotalSNPs"][0])
     assert abs(snps - their_snps) <= 0.02 * their_snps, side_by_side
+    # Indel bases and show-snps' buffers ("good" SNPs and indels) agree as closely.
+    for label in ("TotalGSNPs", "TotalIndels", "TotalGIndels"):
+        ours_value, theirs_value = number(ours[label][0]), number(theirs[label][0])
+        assert abs(ours_value - theirs_value) <= max(1.0, 0.05 * theirs_value), side_by_side
 
 
 def test_outputs_are_complete_and_readable(assembly):
