@@ -630,7 +630,7 @@ class _Work:
             else:
                 self.events.append(Difference(
                     "", role, query.id, q_start, q_end, region.target_id, t_start, t_end,
-                    "-" if role == "inversion" else "+", home.id, region.id,
+                    "-" if first.strand != home.strand else "+", home.id, region.id,
                     _identity(self.blocks, region.id)))
 
     # -- differences ----------------------------------------------------------------------

@@ -209,3 +209,14 @@ def test_a_piece_from_another_record_is_one_translocation():
     assert side_totals(comparison, "target").translocations == 0
     assert {b.target_id for b in comparison.blocks} == {"chrA", "chrB"}
     assert not comparison.variants
+
+
+def test_an_inverted_piece_from_another_record_is_a_translocation_read_backwards():
+    chr_a, chr_b = random_dna(6000, 81), random_dna(6000, 82)
+    contig = chr_a[:3000] + reverse_complement_text(chr_b[1000:2000]) + chr_a[3000:]
+    comparison = compare_genomes([SCHEME.encode("contig", contig)],
+                                 [SCHEME.encode("chrA", chr_a), SCHEME.encode("chrB", chr_b)],
+                                 SCHEME)
+    (event,) = comparison.differences
+    assert (event.kind, event.target_id, event.orientation) == ("translocation", "chrB", "-")
+    assert close(event.target_start, 1000) and close(event.target_end, 2000)
