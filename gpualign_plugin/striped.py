@@ -94,6 +94,16 @@ def _extremes_impl(h, top, other, segment, local):
                                                   segment if h > top else other)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sweep(buffer, source, target, shift, drop):
+    """One step of a prefix maximum: ``target[l] = max(source[l], source[l - shift] + drop)``."""
+    here = buffer[source:source + LANES]
+    above = buffer[source - shift:source - shift + LANES]
+    out = buffer[target:target + LANES]
+    for lane in range(LANES):
+        out[lane] = max(here[lane], above[lane] + drop)
+
+
 @njit(cache=True, nogil=True)
 def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, floor, neg, low,
              high, iter_gap, gap_open, gap_extend, track, local, ties_to_smaller_p, last_lane,
@@ -133,8 +143,10 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
     # 32-bit scalars for the per-column sweeps (lanes.add keeps them in that width:
     # Numba's own arithmetic would widen them to 64 bits, halving the vectors).
     lane_drop = np.int32((seg_len - 1) * np.int64(neg_ext))
-    segment_drop = np.int32(seg_len * np.int64(neg_ext))
-    neg32 = np.int32(neg)
+    segment_drop = seg_len * np.int64(neg_ext)
+    # sweep (int64, 4 x LANES): two buffers, each after LANES of padding far below
+    # any score, so that a shifted read before lane 0 adds nothing.
+    sweep = np.full(4 * LANES, -(1 << 62), dtype=np.int64)
     for k in range(k0 + 1, k1 + 1):
         # A view per column: indices that are provably non-negative keep Numba's
         # negative-index handling (a gather) out of the vector loop.
@@ -190,12 +202,19 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
                 carry[1 + lane] = c
                 work[2 * LANES + lane] = top
                 work[3 * LANES + lane] = other
-        # The chain entering lane l: what leaves lane l-1, or what entered it, run down it.
-        entering = neg32
+        # The chain entering lane l: the best of what leaves each lane above it, run down
+        # the lanes between (a prefix maximum in six vector sweeps: log2(LANES)).
+        sweep[LANES] = neg
+        for lane in range(LANES - 1):
+            sweep[LANES + 1 + lane] = work[LANES + lane]
+        _sweep(sweep, LANES, 3 * LANES, 1, segment_drop)
+        _sweep(sweep, 3 * LANES, LANES, 2, 2 * segment_drop)
+        _sweep(sweep, LANES, 3 * LANES, 4, 4 * segment_drop)
+        _sweep(sweep, 3 * LANES, LANES, 8, 8 * segment_drop)
+        _sweep(sweep, LANES, 3 * LANES, 16, 16 * segment_drop)
+        _sweep(sweep, 3 * LANES, LANES, 32, 32 * segment_drop)
         for lane in range(LANES):
-            leaving = np.int32(work[LANES + lane])
-            carry[1 + lane] = maximum(entering, neg32)
-            entering = maximum(leaving, add(entering, segment_drop))
+            carry[1 + lane] = max(sweep[LANES + lane], np.int64(neg))
         top = low
         bottom = high
         for lane in range(LANES):
@@ -233,18 +252,28 @@ def _start(H, G, carry, profile, stripe, matrix, transposed, seg_len, stripe_gap
     ``profile[(c * seg_len + s) * LANES + l]`` is the score of walked letter ``c``
     against the striped residue at lane ``l``, segment ``s`` (0 for padding).
     """
-    for p in range(H.shape[0]):
-        H[(p % seg_len) * LANES + p // seg_len] = -(gap_open + (p + 1) * gap_extend) \
-            if stripe_gap else 0
-    G[:] = neg
-    carry[:] = neg
-    profile[:] = 0
+    P = stripe.shape[0]
     letters = matrix.shape[0]
     column = seg_len * LANES
-    for p in range(stripe.shape[0]):
-        at = (p % seg_len) * LANES + p // seg_len
-        for c in range(letters):
-            profile[c * column + at] = matrix[c, stripe[p]] if transposed else matrix[stripe[p], c]
+    # Scores by (walked letter, striped letter), one more striped letter for padding.
+    scores = np.zeros((letters, letters + 1), dtype=H.dtype)
+    for c in range(letters):
+        for x in range(letters):
+            scores[c, x] = matrix[x, c] if not transposed else matrix[c, x]
+    # The striped residues in memory order (lane fastest), padding as letter ``letters``.
+    order = np.full(column, letters, dtype=np.int64)
+    for s in range(seg_len):
+        for lane in range(LANES):
+            p = lane * seg_len + s
+            if p < P:
+                order[s * LANES + lane] = stripe[p]
+            H[s * LANES + lane] = -(gap_open + (p + 1) * gap_extend) if stripe_gap else 0
+    for c in range(letters):
+        row = profile[c * column:(c + 1) * column]
+        for i in range(column):
+            row[i] = scores[c, order[i]]
+    G[:] = neg
+    carry[:] = neg
 
 
 @njit(cache=True, nogil=True)
