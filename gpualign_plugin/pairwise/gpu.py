@@ -521,7 +521,8 @@ def plan_memory(m: int, n: int, budget: int, multiprocessors: int, local: bool =
 
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
                memory_budget: int | None = None, *, checkpoint_every: int | None = None,
-               intervals: tuple | None = None, profile: dict | None = None) -> PairAlignment:
+               intervals: tuple | None = None, profile: dict | None = None,
+               limit_pool: bool = True) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR, computed on the GPU in bounded memory.
 
     Parameters
@@ -538,7 +539,7 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         Bytes of GPU memory the alignment may take (default:
         :data:`DEFAULT_MEMORY_FRACTION` of the free device memory). The plan
         (:func:`plan_memory`) fits it, and CuPy's pool is limited to it while
-        the alignment runs.
+        the alignment runs (unless ``limit_pool`` is false).
     checkpoint_every : int, optional
         Force one level of checkpoints at this interval (a multiple of 64);
         same as ``intervals=(checkpoint_every,)``.
@@ -551,6 +552,11 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         ``region_s`` (the deeper levels' sweeps), ``solve_s``, ``copy_s``,
         ``trace_s`` (chunk re-solves, copies of their direction bytes, the host
         walk), ``traceback_s`` (all after the score pass).
+    limit_pool : bool
+        Limit CuPy's memory pool to the budget while the alignment runs. The
+        limit is process-wide: callers that align on several threads at once
+        (local placement on several streams) pass ``False`` and give each
+        alignment its share of the memory as ``memory_budget``.
 
     Returns
     -------
@@ -582,7 +588,8 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         kernels.check_memory(plan.bytes, f"aligning {m} x {n}")
         pool = cupy.get_default_memory_pool()
         old_limit = pool.get_limit()
-        pool.set_limit(size=pool.used_bytes() + budget)
+        if limit_pool:
+            pool.set_limit(size=pool.used_bytes() + budget)
         try:
             return _align_planned(query, target, scheme, mode, device, plan, started, profile)
         except cupy.cuda.memory.OutOfMemoryError as exc:
@@ -590,7 +597,8 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
                 f"aligning {m} x {n} went past the GPU memory budget of {budget / 2**20:.0f} MiB "
                 f"(planned {plan.bytes / 2**20:.0f} MiB): {exc}") from exc
         finally:
-            pool.set_limit(size=old_limit)
+            if limit_pool:
+                pool.set_limit(size=old_limit)
 
 
 PROFILE_SUMS = ("region_sweeps", "windows", "chunks_solved", "chunks_traced")
