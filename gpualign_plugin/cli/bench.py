@@ -35,6 +35,7 @@ EPILOG = """examples:
   gpualign bench --tasks score --sizes 100000x100000 --cpu-threads 0   # one pair on every core
   gpualign bench --backend gpu --sizes 100000x100000,1000000x1000000 --cpu-max-cells 1e10
   gpualign bench --tasks syntenic,align3,fold --sizes 20000x20000
+  gpualign bench --backend gpu --tasks placement --placement 8x50000 --cpu-max-cells 1e10
   gpualign bench --tasks search --search-query queries.fa.gz --search-db db.fa.gz --repeat 1"""
 
 
