@@ -245,12 +245,13 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
 
 
 @njit(cache=True, nogil=True)
-def _start(H, G, carry, profile, stripe, matrix, transposed, seg_len, stripe_gap, gap_open,
-           gap_extend, neg):
+def _start(H, G, carry, profile, stripe, walk, matrix, transposed, seg_len, stripe_gap,
+           gap_open, gap_extend, neg):
     """Column 0 into the state, minus infinity for ``G`` and the carries, and the profile.
 
     ``profile[(c * seg_len + s) * LANES + l]`` is the score of walked letter ``c``
-    against the striped residue at lane ``l``, segment ``s`` (0 for padding).
+    against the striped residue at lane ``l``, segment ``s`` (0 for padding), for
+    every letter ``c`` of ``walk`` (rows of other letters are left unset).
     """
     P = stripe.shape[0]
     letters = matrix.shape[0]
@@ -268,10 +269,15 @@ def _start(H, G, carry, profile, stripe, matrix, transposed, seg_len, stripe_gap
             if p < P:
                 order[s * LANES + lane] = stripe[p]
             H[s * LANES + lane] = -(gap_open + (p + 1) * gap_extend) if stripe_gap else 0
+    # Rows only for the letters the walked sequence has (4 of the 15 DNA codes, mostly).
+    used = np.zeros(letters, dtype=np.bool_)
+    for k in range(walk.shape[0]):
+        used[walk[k]] = True
     for c in range(letters):
-        row = profile[c * column:(c + 1) * column]
-        for i in range(column):
-            row[i] = scores[c, order[i]]
+        if used[c]:
+            row = profile[c * column:(c + 1) * column]
+            for i in range(column):
+                row[i] = scores[c, order[i]]
     G[:] = neg
     carry[:] = neg
 
@@ -311,8 +317,8 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
         G16 = np.empty(column, dtype=np.int16)
         carry16 = np.empty(1 + LANES, dtype=np.int16)
         profile16 = np.empty(letters * column, dtype=np.int16)
-        _start(H16, G16, carry16, profile16, stripe, matrix, transposed, seg_len, stripe_gap,
-               gap_open, gap_extend, -32768)
+        _start(H16, G16, carry16, profile16, stripe, walk, matrix, transposed, seg_len,
+               stripe_gap, gap_open, gap_extend, -32768)
         done = _columns(profile16, seg_len, walk, 0, K, H16, G16, carry16,
                         np.empty(4 * LANES, dtype=np.int16), np.int16(-(gap_open + gap_extend)),
                         np.int16(-gap_extend), np.int16(-32768 if local is None else 0),
@@ -327,8 +333,8 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
             profile[:] = profile16
     else:
         profile = np.empty(letters * column, dtype=np.int32)
-        _start(H, G, carry, profile, stripe, matrix, transposed, seg_len, stripe_gap, gap_open,
-               gap_extend, NEG_INF)
+        _start(H, G, carry, profile, stripe, walk, matrix, transposed, seg_len, stripe_gap,
+               gap_open, gap_extend, NEG_INF)
     if done < K:
         _columns(profile, seg_len, walk, done, K, H, G, carry, np.empty(4 * LANES, dtype=np.int32),
                  np.int32(-(gap_open + gap_extend)), np.int32(-gap_extend),
