@@ -97,16 +97,14 @@ def _extremes_impl(h, top, other, segment, local):
 @njit(cache=True, nogil=True, inline="always")
 def _sweep(buffer, source, target, shift, drop):
     """One step of a prefix maximum: ``target[l] = max(source[l], source[l - shift] + drop)``."""
-    here = buffer[source:source + LANES]
-    above = buffer[source - shift:source - shift + LANES]
-    out = buffer[target:target + LANES]
     for lane in range(LANES):
-        out[lane] = max(here[lane], above[lane] + drop)
+        buffer[target + lane] = maximum(buffer[source + lane],
+                                        add(buffer[source - shift + lane], drop))
 
 
 @njit(cache=True, nogil=True)
-def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, floor, neg, low,
-             high, iter_gap, gap_open, gap_extend, track, local, ties_to_smaller_p, last_lane,
+def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, neg_ext, floor, neg,
+             low, high, iter_gap, gap_open, gap_extend, track, local, ties_to_smaller_p, last_lane,
              last_segment):
     """Run columns ``k0+1..k1`` over the striped state; return the last column done.
 
@@ -143,10 +141,13 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
     # 32-bit scalars for the per-column sweeps (lanes.add keeps them in that width:
     # Numba's own arithmetic would widen them to 64 bits, halving the vectors).
     lane_drop = np.int32((seg_len - 1) * np.int64(neg_ext))
-    segment_drop = seg_len * np.int64(neg_ext)
-    # sweep (int64, 4 x LANES): two buffers, each after LANES of padding far below
-    # any score, so that a shifted read before lane 0 adds nothing.
-    sweep = np.full(4 * LANES, -(1 << 62), dtype=np.int64)
+    # sweep (4 x LANES, wide enough for the lane type's values minus 32 lanes' drops:
+    # int32 for int16 lanes, int64 for int32): two buffers, each after LANES of padding
+    # far below any score (filled by the caller), so that a shifted read before lane 0
+    # adds nothing.
+    drops = np.empty(6, dtype=sweep.dtype)
+    for step in range(6):
+        drops[step] = (1 << step) * seg_len * np.int64(neg_ext)
     for k in range(k0 + 1, k1 + 1):
         # A view per column: indices that are provably non-negative keep Numba's
         # negative-index handling (a gather) out of the vector loop.
@@ -207,14 +208,14 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, neg_oe, neg_ext, 
         sweep[LANES] = neg
         for lane in range(LANES - 1):
             sweep[LANES + 1 + lane] = work[LANES + lane]
-        _sweep(sweep, LANES, 3 * LANES, 1, segment_drop)
-        _sweep(sweep, 3 * LANES, LANES, 2, 2 * segment_drop)
-        _sweep(sweep, LANES, 3 * LANES, 4, 4 * segment_drop)
-        _sweep(sweep, 3 * LANES, LANES, 8, 8 * segment_drop)
-        _sweep(sweep, LANES, 3 * LANES, 16, 16 * segment_drop)
-        _sweep(sweep, 3 * LANES, LANES, 32, 32 * segment_drop)
+        _sweep(sweep, LANES, 3 * LANES, 1, drops[0])
+        _sweep(sweep, 3 * LANES, LANES, 2, drops[1])
+        _sweep(sweep, LANES, 3 * LANES, 4, drops[2])
+        _sweep(sweep, 3 * LANES, LANES, 8, drops[3])
+        _sweep(sweep, LANES, 3 * LANES, 16, drops[4])
+        _sweep(sweep, 3 * LANES, LANES, 32, drops[5])
         for lane in range(LANES):
-            carry[1 + lane] = max(sweep[LANES + lane], np.int64(neg))
+            carry[1 + lane] = maximum(sweep[LANES + lane], sweep.dtype.type(neg))
         top = low
         bottom = high
         for lane in range(LANES):
@@ -320,8 +321,10 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
         _start(H16, G16, carry16, profile16, stripe, walk, matrix, transposed, seg_len,
                stripe_gap, gap_open, gap_extend, -32768)
         done = _columns(profile16, seg_len, walk, 0, K, H16, G16, carry16,
-                        np.empty(4 * LANES, dtype=np.int16), np.int16(-(gap_open + gap_extend)),
-                        np.int16(-gap_extend), np.int16(-32768 if local is None else 0),
+                        np.empty(4 * LANES, dtype=np.int16),
+                        np.full(4 * LANES, -(1 << 30), dtype=np.int32),
+                        np.int16(-(gap_open + gap_extend)), np.int16(-gap_extend),
+                        np.int16(-32768 if local is None else 0),
                         np.int16(-32768), np.int16(-32768 + margin), np.int16(32767 - margin),
                         iter_gap, gap_open, gap_extend, track, local, not transposed, last_lane,
                         last_segment)
@@ -337,7 +340,8 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
                gap_open, gap_extend, NEG_INF)
     if done < K:
         _columns(profile, seg_len, walk, done, K, H, G, carry, np.empty(4 * LANES, dtype=np.int32),
-                 np.int32(-(gap_open + gap_extend)), np.int32(-gap_extend),
+                 np.full(4 * LANES, -(1 << 62), dtype=np.int64), np.int32(-(gap_open + gap_extend)),
+                 np.int32(-gap_extend),
                  np.int32(NEG_INF if local is None else 0), np.int32(NEG_INF),
                  np.int32(-(1 << 31)), np.int32((1 << 31) - 1), iter_gap, gap_open, gap_extend,
                  track, local, not transposed, last_lane, last_segment)

@@ -18,12 +18,12 @@ from numba.extending import intrinsic
 
 @intrinsic
 def add(typingctx, a, b):
-    """``a + b`` in the operands' own width: saturating for int16, wrapping for int32.
+    """``a + b`` in the operands' own width: saturating for int16, wrapping for int32 and int64.
 
     (Numba would widen int16/int32 arithmetic to int64, halving or quartering the
     lanes per vector.)
     """
-    if not (isinstance(a, types.Integer) and a == b and a.bitwidth in (16, 32)):
+    if not (isinstance(a, types.Integer) and a == b and a.bitwidth in (16, 32, 64)):
         return None
 
     def codegen(context, builder, signature, args):
