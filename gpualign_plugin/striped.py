@@ -111,17 +111,17 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, ne
     Compiled for int16 and int32 lanes: ``profile`` (``alphabet x seg_len x
     LANES``, flat), the state ``H``, ``G`` (``seg_len x LANES``) and ``carry``
     (``1 + LANES``; ``carry[0]`` stays minus infinity), ``work`` (``4 x LANES``
-    scratch) and the constants ``neg_oe = -(open + extend)``,
-    ``neg_ext = -extend``, ``floor`` (0 local,
-    else ``neg``), ``neg`` (minus infinity) and the safe band ``low``/``high``
-    all have the lane type.
+    scratch) and the constants ``neg_oe = -(open + extend)``, ``neg_ext =
+    -extend``, ``floor`` (0 local, else ``neg``), ``neg`` (minus infinity) and
+    the safe band ``low``/``high`` all have the lane type; ``sweep`` is
+    ``4 x LANES`` of a wider type, filled with a value far below any score.
 
     State after column ``k``: ``H`` holds each cell's value from the vertical
     gaps inside its own lane only, ``carry[1 + l]`` the vertical gap entering
     lane ``l`` from the lanes above (run down the lane, it completes ``H``: the
     exact value at segment ``s`` is ``max(H, carry[1 + l] - s * extend)``), ``G``
-    the horizontal gap values of column ``k``. The carries come from one scalar
-    sweep over the lanes and are added while column ``k+1`` reads column ``k``,
+    the horizontal gap values of column ``k``. The carries come from a prefix
+    maximum over the lanes and are added while column ``k+1`` reads column ``k``,
     so each column is one pass (Farrar's lazy-F loop would repeat passes until
     the chains die: up to ``LANES`` on long similar sequences). A column's
     largest value never comes from a carry (a carried gap is below the cell it
@@ -138,8 +138,8 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, ne
     """
     column = seg_len * LANES
     last = column - LANES
-    # 32-bit scalars for the per-column sweeps (lanes.add keeps them in that width:
-    # Numba's own arithmetic would widen them to 64 bits, halving the vectors).
+    # 32 bits for the diagonal shift (lanes.add keeps that width: Numba's own
+    # arithmetic would widen to 64 bits, halving the vectors).
     lane_drop = np.int32((seg_len - 1) * np.int64(neg_ext))
     # sweep (4 x LANES, wide enough for the lane type's values minus 32 lanes' drops:
     # int32 for int16 lanes, int64 for int32): two buffers, each after LANES of padding
