@@ -61,6 +61,7 @@ import numpy as np
 from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock, score_cigar
 from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
+from gpualign_plugin.statistics import parameters_for
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
 
 END_EXTENSION = 200
@@ -296,6 +297,12 @@ class GenomeComparison:
     differences : list of Difference
     variants : list of Variant
         SNPs and indels, sorted by reference record order and position.
+    copies : list of AlignedBlock
+        Repeat copies (region ``'copy'``): for each stretch of a reference record that no
+        block covers (at least ``min_event`` bases), the best significant local alignment
+        of it to the assembly, if any: a reference copy of a repeat the assembly holds
+        once. dnadiff's many-to-many alignments include such copies; they count in the
+        report's ``M-to-M`` rows and the reference's ``AlignedBases``, nowhere else.
     """
 
     query_lengths: dict
@@ -305,6 +312,7 @@ class GenomeComparison:
     blocks: list = field(default_factory=list)
     differences: list = field(default_factory=list)
     variants: list = field(default_factory=list)
+    copies: list = field(default_factory=list)
 
     def count(self, kind: str) -> tuple[int, int, int]:
         """``(events, contig bases, reference bases)`` of the differences of ``kind``."""
@@ -385,7 +393,51 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     comparison.variants = sorted(
         (v for region in work.regions for v in _variants(region, work)),
         key=lambda v: (rank[v.target_id], v.target_pos, v.query_id, v.query_pos, v.alt))
+    comparison.copies = _repeat_copies(work, comparison.blocks, evalue)
     return comparison
+
+
+def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float) -> list[AlignedBlock]:
+    """Best significant local alignment of each uncovered reference stretch to the assembly.
+
+    Stretches are the parts of each reference record outside every block's reference
+    interval, at least ``min_event`` bases long. Each is aligned (local, exact) with every
+    contig on both strands; the best (highest score; ties: contig order, then ``'+'``) is
+    kept when its E-value against the whole assembly (BLAST's statistics, the placement's
+    cutoff ``evalue``) and its identity (``min_identity``) pass.
+    """
+    parameters = parameters_for(work.scheme)
+    contigs = list(work.queries.values())
+    residues = sum(len(q) for q in contigs)
+    copies = []
+    for target in work.targets.values():
+        covered = sorted((b.target_start, b.target_end) for b in blocks
+                         if b.target_id == target.id)
+        gaps, at = [], 0
+        for start, end in covered + [(len(target), len(target))]:
+            if start - at >= work.min_event:
+                gaps.append((at, start))
+            at = max(at, end)
+        for start, end in gaps:
+            piece = Sequence(target.id, "", target.codes[start:end])
+            best = None
+            for contig in contigs:
+                for strand in ("+", "-"):
+                    hit = align_sequences(piece, contig, work.scheme, "local", strand=strand,
+                                          backend=work.backend, device=work.device)
+                    if hit is not None and (best is None or hit.score > best.score):
+                        best = hit
+            if (best is None or best.identity < work.min_identity
+                    or parameters.evalue(best.score, len(piece), residues, len(contigs)) > evalue):
+                continue
+            # The hit aligns the reference stretch (as query) to the contig: turn it around.
+            swap = {"I": "D", "D": "I"}
+            runs = [(n, swap.get(op, op)) for n, op in best.cigar.runs]
+            copies.append(AlignedBlock(
+                "copy", best.target_id, target.id, best.strand, best.target_start,
+                best.target_end, start + best.query_start, start + best.query_end,
+                Cigar.from_runs(runs if best.strand == "+" else runs[::-1])))
+    return copies
 
 
 def _renumber(difference: Difference, number: int) -> Difference:

@@ -50,9 +50,10 @@ class SideTotals:
     ----------
     sequences, aligned_sequences, bases, aligned_bases : int
         Records, records with an alignment, bases, and the aligned bases (the bases of
-        the aligned records minus the positive gaps of the features, as dnadiff).
+        the aligned records minus the positive gaps of the features, as dnadiff; on the
+        reference plus the bases of the repeat copies, which lie in those gaps).
     breakpoints : int
-        Alignment ends that are not sequence ends.
+        Alignment ends (repeat copies included) that are not sequence ends.
     relocations, translocations, inversions : int
         ``JMP``, ``SEQ`` and ``INV`` features.
     insertions, insertion_sum : int
@@ -142,9 +143,15 @@ def side_totals(comparison: GenomeComparison, side: str) -> SideTotals:
     blocks = comparison.blocks
     totals = SideTotals(sequences=len(lengths), bases=sum(lengths.values()))
     aligned = {getattr(b, f"{side}_id") for b in blocks}
-    totals.aligned_sequences = len(aligned)
     totals.aligned_bases = sum(lengths[name] for name in aligned)
-    for b in blocks:
+    if side == "target":
+        # Repeat copies lie where no block does: their bases are aligned too (as DUPs are
+        # in dnadiff), and a record with only copies is an aligned one.
+        totals.aligned_bases += sum(c.target_end - c.target_start for c in comparison.copies)
+        aligned |= {c.target_id for c in comparison.copies}
+    totals.aligned_sequences = len(aligned)
+    # Breakpoints come from dnadiff's many-to-many alignments: the repeat copies count too.
+    for b in blocks + comparison.copies:
         start, end = getattr(b, f"{side}_start"), getattr(b, f"{side}_end")
         totals.breakpoints += (start != 0) + (end != lengths[getattr(b, f"{side}_id")])
     for feature in show_diff(blocks, lengths, side):

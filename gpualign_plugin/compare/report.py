@@ -55,17 +55,17 @@ def format_report(comparison: GenomeComparison, reference_path: str, query_path:
              _row("UnalignedBases", _percent(ref.bases - ref.aligned_bases, ref.bases),
                   _percent(qry.bases - qry.aligned_bases, qry.bases)),
              "", "[Alignments]"]
-    ref_length = sum(b.target_end - b.target_start for b in blocks)
-    qry_length = sum(b.query_end - b.query_start for b in blocks)
-    weighted = sum(b.identity / 100.0 * (b.target_end - b.target_start + b.query_end - b.query_start)
-                   for b in blocks)
-    identity = f"{100.0 * weighted / (ref_length + qry_length) if blocks else 0.0:.2f}"
-    # Our alignments never overlap on a contig: the 1-to-1 and M-to-M sets are the same.
-    for label in ("1-to-1", "M-to-M"):
-        lines += [_row(label, len(blocks), len(blocks)),
+    # 1-to-1: the blocks (they never overlap on a contig); M-to-M: also the repeat copies.
+    for label, alignments in (("1-to-1", blocks), ("M-to-M", blocks + comparison.copies)):
+        ref_length = sum(b.target_end - b.target_start for b in alignments)
+        qry_length = sum(b.query_end - b.query_start for b in alignments)
+        weighted = sum(b.identity / 100.0 * (b.target_end - b.target_start + b.query_end
+                                             - b.query_start) for b in alignments)
+        identity = f"{100.0 * weighted / (ref_length + qry_length) if alignments else 0.0:.2f}"
+        lines += [_row(label, len(alignments), len(alignments)),
                   _row("TotalLength", ref_length, qry_length),
-                  _row("AvgLength", _average(ref_length, len(blocks)),
-                       _average(qry_length, len(blocks))),
+                  _row("AvgLength", _average(ref_length, len(alignments)),
+                       _average(qry_length, len(alignments))),
                   _row("AvgIdentity", identity, identity), ""]
     lines += ["[Feature Estimates]",
               _row("Breakpoints", ref.breakpoints, qry.breakpoints),

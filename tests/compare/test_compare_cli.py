@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pysam
 import pytest
 
 from strains import fragments, simulated
+
+from gpualign_plugin.scoring import reverse_complement_text
 
 MAIN = [sys.executable, "-m", "gpualign_plugin.cli.main"]
 ROWS = ("TotalSeqs", "AlignedSeqs", "TotalBases", "AlignedBases", "Breakpoints", "Relocations",
@@ -72,6 +75,35 @@ def test_report_agrees_with_dnadiff(assembly):
     for label in ("TotalGSNPs", "TotalIndels", "TotalGIndels"):
         ours_value, theirs_value = number(ours[label][0]), number(theirs[label][0])
         assert abs(ours_value - theirs_value) <= max(1.0, 0.05 * theirs_value), side_by_side
+
+
+@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+def test_a_collapsed_repeat_counts_every_reference_copy_as_dnadiff(tmp_path):
+    # The reference holds a 1.5 kbp repeat three times; the assembly has the unique parts
+    # (two of them reversed) and the repeat once, as short-read assemblies do.
+    rng = np.random.default_rng(12)
+
+    def dna(length):
+        return "".join(rng.choice(list("ACGT"), size=length))
+
+    repeat = dna(1500)
+    unique = [dna(3000), dna(3500), dna(2500), dna(3000)]
+    reference = unique[0] + repeat + unique[1] + repeat + unique[2] + repeat + unique[3]
+    contigs = [unique[0], reverse_complement_text(unique[1]), unique[2],
+               reverse_complement_text(unique[3]), repeat]
+    (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")
+    (tmp_path / "asm.fa").write_text("".join(f">c{k}\n{c}\n" for k, c in enumerate(contigs)))
+    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "asm.fa"), "-t", str(tmp_path / "ref.fa"),
+                           "-p", str(tmp_path / "asm"), "--backend", "cpu"], check=True,
+                   capture_output=True)
+    subprocess.run(["dnadiff", "-p", str(tmp_path / "dnadiff"), str(tmp_path / "ref.fa"),
+                    str(tmp_path / "asm.fa")], check=True, capture_output=True)
+    theirs = report_rows(tmp_path / "dnadiff.report")
+    ours = report_rows(tmp_path / "asm.report")
+    for label in ("AlignedSeqs", "AlignedBases", "1-to-1", "M-to-M", "Breakpoints",
+                  "Translocations", "Relocations", "Inversions"):
+        assert ours[label] == theirs[label], (label, ours[label], theirs[label])
+    assert ours["AlignedBases"][0].strip().startswith(str(len(reference)))
 
 
 def test_outputs_are_complete_and_readable(assembly):

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from strains import fragments, simulated
 
@@ -24,7 +25,24 @@ SCHEME = ScoringScheme.dna()
 def summary(comparison):
     return ([(r.id, r.role, r.query_id, r.strand, r.query_start, r.query_end, r.target_start,
               r.target_end, r.alignment.score, r.alignment.blocks) for r in comparison.regions],
-            comparison.blocks, comparison.differences, comparison.variants)
+            comparison.blocks, comparison.differences, comparison.variants, comparison.copies)
+
+
+def test_gpu_comparison_equals_cpu_with_a_collapsed_repeat():
+    rng = np.random.default_rng(12)
+
+    def dna(length):
+        return "".join(rng.choice(list("ACGT"), size=length))
+
+    repeat = dna(1500)
+    unique = [dna(3000), dna(3500), dna(2500), dna(3000)]
+    reference = unique[0] + repeat + unique[1] + repeat + unique[2] + repeat + unique[3]
+    queries = [SCHEME.encode(f"c{k}", text) for k, text in enumerate(unique + [repeat])]
+    targets = [SCHEME.encode("ref", reference)]
+    cpu = compare_genomes(queries, targets, SCHEME, backend="cpu")
+    gpu = compare_genomes(queries, targets, SCHEME, backend="gpu")
+    assert summary(gpu) == summary(cpu)
+    assert len(cpu.copies) == 2
 
 
 def test_gpu_comparison_equals_cpu_on_a_fragmented_strain():
