@@ -245,7 +245,7 @@ def write_fasta(path, prefix, texts):
 ], ids=["blastp-globins", "blastp-blosum45", "blastn-2-3", "blastn-1-2"])
 def test_evalues_within_2x_of_blast_on_the_same_pairs(tmp_path, program, scheme, files):
     if files is None:
-        queries, database = mutated_lambda_fragments(24, seed=7)
+        queries, database = mutated_lambda_fragments(40, seed=7)
         write_fasta(tmp_path / "q.fa", "q", queries)
         write_fasta(tmp_path / "db.fa", "s", database)
         query_path, db_path = tmp_path / "q.fa", tmp_path / "db.fa"
