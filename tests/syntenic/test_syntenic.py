@@ -394,7 +394,7 @@ def test_cli_pairs_by_id_and_pairs_file_name_one_dotplot_per_pair(tmp_path):
 
 
 @pytest.mark.parametrize("problem", ["missing_query", "no_common_ids", "bad_pairs_line",
-                                     "bad_character", "bad_penalty", "missing_directory"])
+                                     "bad_character", "bad_penalty", "directory_under_a_file"])
 def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, problem):
     from gpualign_plugin.cli.main import main
 
@@ -405,7 +405,8 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, proble
     args = ["syntenic", "-q", str(q_path), "-t", str(t_path), "-o", str(prefix)]
     expected = {"missing_query": "no such file", "no_common_ids": "no query record has the id",
                 "bad_pairs_line": "line 1", "bad_character": "position 4",
-                "bad_penalty": "--block-penalty", "missing_directory": "does not exist"}[problem]
+                "bad_penalty": "--block-penalty",
+                "directory_under_a_file": "cannot create the output directory"}[problem]
     if problem == "missing_query":
         args[2] = str(tmp_path / "absent.fa")
     elif problem == "bad_pairs_line":
@@ -415,8 +416,8 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, proble
         q_path.write_text(">a\nACG!TACGTA\n")
     elif problem == "bad_penalty":
         args += ["--block-penalty", "0"]
-    elif problem == "missing_directory":
-        args[6] = str(tmp_path / "nodir" / "out")
+    elif problem == "directory_under_a_file":
+        args[6] = str(q_path / "out")
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gpualign: error:") and expected in err[0]
