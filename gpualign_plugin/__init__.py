@@ -5,6 +5,8 @@ conventions (0-based half-open forward-strand coordinates, gap cost open + k*ext
 written tie-breaking rules shared by every engine).
 """
 
+from importlib import import_module
+
 from gpualign_plugin.align3.api import Region, align3, align3_score
 from gpualign_plugin.batch.api import align_batch, align_batch_gpu, score_batch
 from gpualign_plugin.compare.api import Difference, GenomeComparison, compare_genomes
@@ -21,11 +23,14 @@ from gpualign_plugin.model import (Alignment, Cigar, Hit, MultipleAlignment, Pai
                                    PairScore, SearchResult, SyntenicAlignment, SyntenicBlock)
 from gpualign_plugin.pairwise.api import align_pair, align_sequences, score_pair, score_pair_tiled
 from gpualign_plugin.pairwise.placement import place
-from gpualign_plugin.runtime import numba_options  # noqa: F401  (before any kernel compiles)
 from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
 from gpualign_plugin.search.api import score_database, search
 from gpualign_plugin.syntenic.api import syntenic, syntenic_align, syntenic_score
 from gpualign_plugin.version import __version__
+
+# Imported for its side effect only: Numba's code-generation option, set before any kernel
+# compiles (kernels compile on their first call).
+import_module("gpualign_plugin.runtime.numba_options")
 
 __all__ = [
     "__version__", "align3", "align3_score", "align_batch", "align_batch_gpu", "align_pair",
