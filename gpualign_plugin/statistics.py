@@ -617,8 +617,14 @@ def ungapped_parameters(scheme: ScoringScheme) -> KarlinAltschul:
 
 def _solve_lambda(scores: np.ndarray, probabilities: np.ndarray) -> float:
     """Positive root of ``sum p_s exp(lambda s) = 1`` (convex in lambda, negative slope at 0)."""
+    possible = probabilities > 0
+
     def excess(lam: float) -> float:
-        return float((probabilities * np.exp(lam * scores)).sum()) - 1.0
+        # exp only where a score is possible: an overflow there is +inf (lambda too large),
+        # never the 0 * inf = nan of an impossible score (large, sparse score ranges).
+        with np.errstate(over="ignore"):
+            tilted = np.exp(lam * scores, where=possible, out=np.zeros(len(scores)))
+        return float((probabilities * tilted).sum()) - 1.0
 
     low, high = 0.0, 1.0
     while excess(high) <= 0:

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -116,6 +117,13 @@ def test_computed_ungapped_parameters_reproduce_blasts_ungapped_rows():
     assert plus_minus.lam == pytest.approx(math.log(3), rel=1e-12)
     assert plus_minus.k == pytest.approx(1 / 3, rel=1e-12)
     assert plus_minus.beta == -2.0
+    # Scores scaled by 10^6 (two possible scores far apart): lambda scales by 10^-6, K stays,
+    # and no overflow warning from the root search.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaled = ungapped_parameters(ScoringScheme.dna(10**6, -10**6, 4, 2))
+    assert scaled.lam == pytest.approx(math.log(3) / 10**6, rel=1e-12)
+    assert scaled.k == pytest.approx(1 / 3, rel=1e-12)
 
 
 def test_table_lookups_follow_blasts_rules():

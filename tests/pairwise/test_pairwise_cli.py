@@ -201,6 +201,12 @@ BAD_INPUTS = [
     ("evalue_negative", ">a\nACGT\n", ["--evalue=-1e-5"], ["--evalue", "'-1e-5'"]),
     ("evalue_text", ">a\nACGT\n", ["--evalue", "small"], ["--evalue", "'small'"]),
     ("evalue_nan", ">a\nACGT\n", ["--evalue", "nan"], ["--evalue"]),
+    # 600 + 20 residues at a match score of 10^6 could reach 2^29, past the 32-bit range.
+    ("too_long_local", ">a\n" + "ACGT" * 150 + "\n", ["--match", "1000000", "--mismatch", "-1000000"],
+     ["sequences of 600 and 20 residues", "overflow 32-bit scores"]),
+    ("too_long_global", ">a\n" + "ACGT" * 150 + "\n",
+     ["--match", "1000000", "--mismatch", "-1000000", "--mode", "global"],
+     ["sequences of 600 and 20 residues", "overflow 32-bit scores"]),
 ]
 
 
@@ -222,7 +228,7 @@ def test_bad_input_gives_one_line_exit_2_and_no_output(tmp_path, capsys, name, t
         assert word in err[0]
     if text is not None and name not in ("bad_gap_open", "bad_gap_extend", "bad_extension", "unwritable",
                                          "unwritable_stats", "protein_both_strands") \
-            and not name.startswith("evalue"):
+            and not name.startswith(("evalue", "too_long")):
         assert str(query) in err[0]
     assert sorted(os.listdir(tmp_path)) == sorted(["q.fa", "t.fa"] if text is not None else ["t.fa"])
 
