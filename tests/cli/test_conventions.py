@@ -43,33 +43,31 @@ def test_detected_kind_needs_every_file_to_agree(tmp_path):
     assert detected_kind([tmp_path / "d.fa", tmp_path / "missing.fa"]) == "dna"
 
 
-def test_protein_inputs_get_blosum62_defaults_and_one_line_says_so(tmp_path, run):
-    (tmp_path / "q.fa").write_text(PROTEINS)
-    (tmp_path / "t.fa").write_text(TARGET_PROTEIN)
-    common = ["pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"),
+SAID_PROTEIN = ("gpualign: the sequences look like protein: scoring with BLOSUM62, gap open 11, "
+                "extend 1 (--matrix or --match/--mismatch choose otherwise)")
+SAID_DNA = ("gpualign: the sequences look like DNA: scoring with match 2, mismatch -3, gap open 5, "
+            "extend 2 (--matrix or --match/--mismatch choose otherwise)")
+
+
+@pytest.mark.parametrize("command, target_option, out_option, out_name, query, target, explicit, said", [
+    # protein to pairwise (a DNA subcommand by default), DNA to search (protein by default)
+    ("pairwise", "-t", "--out", "x.paf", PROTEINS, TARGET_PROTEIN, ["--matrix", "BLOSUM62"],
+     SAID_PROTEIN),
+    ("search", "--db", "--out-blast", "x.tsv", DNA_QUERY, DNA_TARGET,
+     ["--match", "2", "--mismatch", "-3"], SAID_DNA),
+], ids=["protein_to_pairwise", "dna_to_search"])
+def test_scoring_defaults_follow_the_sequences_and_one_line_says_so(
+        tmp_path, run, command, target_option, out_option, out_name, query, target, explicit, said):
+    (tmp_path / "q.fa").write_text(query)
+    (tmp_path / "t.fa").write_text(target)
+    common = [command, "-q", str(tmp_path / "q.fa"), target_option, str(tmp_path / "t.fa"),
               "--backend", "cpu"]
-    status, err = run(*common, "--out", str(tmp_path / "auto.paf"))
+    status, err = run(*common, out_option, str(tmp_path / "auto" / out_name))
     assert status == 0, err
-    said = [line for line in err.splitlines() if "look like protein" in line]
-    assert said == ["gpualign: the sequences look like protein: scoring with BLOSUM62, gap open 11, "
-                    "extend 1 (--matrix or --match/--mismatch choose otherwise)"]
-    status, err = run(*common, "--matrix", "BLOSUM62", "--out", str(tmp_path / "given.paf"))
+    assert [line for line in err.splitlines() if "look like" in line] == [said]
+    status, err = run(*common, *explicit, out_option, str(tmp_path / "given" / out_name))
     assert status == 0 and "look like" not in err
-    assert (tmp_path / "auto.paf").read_text() == (tmp_path / "given.paf").read_text() != ""
-
-
-def test_dna_inputs_to_search_get_dna_defaults(tmp_path, run):
-    (tmp_path / "q.fa").write_text(DNA_QUERY)
-    (tmp_path / "db.fa").write_text(DNA_TARGET)
-    common = ["search", "-q", str(tmp_path / "q.fa"), "--db", str(tmp_path / "db.fa"),
-              "--backend", "cpu"]
-    status, err = run(*common, "--out-blast", str(tmp_path / "auto.tsv"))
-    assert status == 0, err
-    assert "the sequences look like DNA: scoring with match 2, mismatch -3" in err
-    status, err = run(*common, "--match", "2", "--mismatch", "-3",
-                      "--out-blast", str(tmp_path / "given.tsv"))
-    assert status == 0, err
-    assert (tmp_path / "auto.tsv").read_text() == (tmp_path / "given.tsv").read_text() != ""
+    assert (tmp_path / "auto" / out_name).read_text() == (tmp_path / "given" / out_name).read_text() != ""
 
 
 def test_output_directories_are_made_and_counts_agree(tmp_path, run):
