@@ -23,7 +23,6 @@ from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
 from gpualign_plugin.statistics import KarlinAltschul, ScoreHistogram
 
 _CIGAR_RE = re.compile(r"(\d+)([MIDNSHP=X])")
-ALIGNED_OPS = "=XM"
 
 
 @dataclass(frozen=True)
