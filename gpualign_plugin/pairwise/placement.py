@@ -240,10 +240,12 @@ class _Engine:
         self.cells = 0
 
     def codes(self, query: Sequence, where: _Slice) -> np.ndarray:
+        """Codes of the query segment ``where`` names, oriented: reverse-complemented on ``'-'``."""
         piece = query.codes[where.q0:where.q1]
         return reverse_complement_codes(piece) if where.strand == "-" else piece
 
     def score(self, query: Sequence, targets: list[Sequence], where: _Slice) -> int:
+        """Optimal local score (the scheme's units) of the segment ``where``; adds its cells to ``cells``."""
         q = self.codes(query, where)
         t = targets[where.t_index].codes[where.t0:where.t1]
         self.cells += len(q) * len(t)
