@@ -254,11 +254,17 @@ class ScoringScheme:
         worst = int(np.abs(self.matrix).max())
         return longest * (worst + self.gap_extend) + 2 * self.gap_open
 
-    def check_score_range(self, query_length: int, target_length: int) -> None:
-        """Raise :class:`InputError` if scores could overflow the engines' 32-bit integers."""
+    def check_score_range(self, query_length: int, target_length: int,
+                          names: tuple[str, str] | None = None) -> None:
+        """Raise :class:`InputError` if scores could overflow the engines' 32-bit integers.
+
+        ``names`` (query and target record ids), when given, name the pair in the message.
+        """
         if self.score_bound(query_length, target_length) >= -NEG_INF // 2:
-            raise InputError(f"sequences of {query_length} and {target_length} residues could "
-                             "overflow 32-bit scores with this scoring scheme")
+            what = (f"query '{names[0]}' ({query_length} residues) and target '{names[1]}' "
+                    f"({target_length} residues)" if names else
+                    f"sequences of {query_length} and {target_length} residues")
+            raise InputError(f"{what} could overflow 32-bit scores with this scoring scheme")
 
     def encode(self, sequence_id: str, text: str, path: str | None = None,
                description: str = "") -> Sequence:

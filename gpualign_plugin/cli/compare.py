@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             seen.add(record.id)
     for query in queries:
         for target in targets:
-            scheme.check_score_range(len(query), len(target))
+            scheme.check_score_range(len(query), len(target), (query.id, target.id))
     engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)
     stats = RunStats("compare", engine=engine, device=describe_device(engine, args.device),

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     for path in _all_paths(paths):
         check_writable(path)
     for query, target in pairs:
-        scheme.check_score_range(len(query), len(target))
+        scheme.check_score_range(len(query), len(target), (query.id, target.id))
     engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)
     stats = RunStats("syntenic", engine=engine, device=describe_device(engine, args.device),

@@ -69,7 +69,7 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         pairs = [(q.id, t.id) for q in queries for t in targets]
     jobs = [(by_query[q], by_target[t], s) for q, t in pairs for s in strand_list]
     for query, target, _ in jobs:
-        scheme.check_score_range(len(query), len(target))
+        scheme.check_score_range(len(query), len(target), (query.id, target.id))
 
     def run(job):
         query, target, strand = job

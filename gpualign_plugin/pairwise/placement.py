@@ -374,7 +374,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     database = (sum(len(t) for t in targets), len(targets))
     for query in queries:
         for target in targets:
-            scheme.check_score_range(len(query), len(target))
+            scheme.check_score_range(len(query), len(target), (query.id, target.id))
     if engine.gpu is not None and len(queries) > 1:
         return _place_on_streams(queries, targets, strand_list, engine, parameters, database, evalue,
                                  zdrop, max(1, min_score), on_cells)

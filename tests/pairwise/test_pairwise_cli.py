@@ -203,10 +203,10 @@ BAD_INPUTS = [
     ("evalue_nan", ">a\nACGT\n", ["--evalue", "nan"], ["--evalue"]),
     # 600 + 20 residues at a match score of 10^6 could reach 2^29, past the 32-bit range.
     ("too_long_local", ">a\n" + "ACGT" * 150 + "\n", ["--match", "1000000", "--mismatch", "-1000000"],
-     ["sequences of 600 and 20 residues", "overflow 32-bit scores"]),
+     ["query 'a' (600 residues)", "target 't' (20 residues)", "overflow 32-bit scores"]),
     ("too_long_global", ">a\n" + "ACGT" * 150 + "\n",
      ["--match", "1000000", "--mismatch", "-1000000", "--mode", "global"],
-     ["sequences of 600 and 20 residues", "overflow 32-bit scores"]),
+     ["query 'a' (600 residues)", "target 't' (20 residues)", "overflow 32-bit scores"]),
 ]
 
 
