@@ -78,17 +78,20 @@ def check_writable(path: str | os.PathLike) -> None:
     """Raise :class:`~gpualign_plugin.errors.InputError` if ``path`` cannot be created.
 
     Called before long work starts, so a bad ``--out`` fails in a second, not after an hour.
-    A missing output directory is created (as ``mkdir -p`` would).
+    A missing output directory is fine when it could be made (its nearest existing ancestor is
+    a writable directory); it is created only when the output is written
+    (:func:`atomic_path`), so a command that stops on bad input leaves no empty directory.
     """
     from gpualign_plugin.errors import InputError
 
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise InputError("output path is a directory", path=path)
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output directory ({exc.strerror})", path=path) from None
-    if not os.access(directory, os.W_OK):
-        raise InputError("output directory is not writable", path=path)
+    ancestor = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise InputError(f"cannot create the output directory ({ancestor} is not a directory)",
+                         path=path)
+    if not os.access(ancestor, os.W_OK):
+        raise InputError(f"output directory is not writable ({ancestor})", path=path)

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.atomic import check_writable
 from gpualign_plugin.scoring import DNA, PROTEIN, Alphabet, ScoringScheme, Sequence
 
 FORMAT = "gpualign-db"
@@ -290,14 +291,16 @@ def write_database(database: Database, path: str | os.PathLike) -> None:
     Raises
     ------
     InputError
-        ``path`` exists and is not a prepared database, or cannot be written.
+        ``path`` exists and is not a prepared database, or cannot be written (a missing
+        parent directory is made).
     """
     path = os.path.abspath(os.fspath(path))
     if os.path.exists(path) and not is_prepared(path):
         raise InputError("exists and is not a prepared database; not overwriting it", path=path)
     parent = os.path.dirname(path)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise InputError("output directory does not exist or is not writable", path=path)
+    # The database is built in a temporary directory beside ``path``; a missing parent is made.
+    check_writable(os.path.join(parent, os.path.basename(path) + ".part"))
+    os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=parent)
     try:
         descriptions = [database.description(k) for k in range(len(database))]

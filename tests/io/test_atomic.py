@@ -47,9 +47,9 @@ def test_text_output_leaves_an_open_handle_open():
     assert not buffer.closed and buffer.getvalue() == "x"
 
 
-def test_check_writable_creates_a_missing_directory_or_names_the_path(tmp_path):
+def test_check_writable_accepts_a_missing_directory_without_making_it_or_names_the_path(tmp_path):
     check_writable(tmp_path / "missing" / "deeper" / "x.bam")
-    assert (tmp_path / "missing" / "deeper").is_dir()
+    assert not (tmp_path / "missing").exists()  # made when the output is written, not before
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="file/sub/x.bam: cannot create the output directory"):
         check_writable(tmp_path / "file" / "sub" / "x.bam")

@@ -219,7 +219,8 @@ def test_bad_input_gives_one_line_exit_2_and_no_output(tmp_path, capsys, name, t
     if text is not None:
         query.write_text(text)
     extra = [e.replace("{tmp}", str(tmp_path)) for e in extra]
-    out = [] if "--out" in extra else ["--out", str(tmp_path / "out.bam")]
+    # The output goes to a directory that does not exist yet: bad input must not leave it behind.
+    out = [] if "--out" in extra else ["--out", str(tmp_path / "new" / "out.bam")]
     status = main(["pairwise", "-q", str(query), "-t", str(target), *out, *extra, "--backend", "cpu"])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2

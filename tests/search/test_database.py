@@ -165,3 +165,15 @@ def test_background_check_reports_damage_on_confirm(tmp_path):
 def test_load_database_tells_fasta_from_prepared(tmp_path):
     write_database(read_database(DB, PROTEIN), tmp_path / "x.gadb")
     assert load_database(tmp_path / "x.gadb", BLOSUM62).names == load_database(DB, BLOSUM62).names
+
+
+def test_makedb_makes_a_missing_directory_and_refuses_one_under_a_file(tmp_path, capsys):
+    assert run_cli("makedb", "--db", DB, "--out", tmp_path / "new" / "deeper" / "db.gadb") == 0
+    assert load_database(tmp_path / "new" / "deeper" / "db.gadb", BLOSUM62).names == \
+        load_database(DB, BLOSUM62).names
+    capsys.readouterr()
+    (tmp_path / "file").write_text("x")
+    assert run_cli("makedb", "--db", DB, "--out", tmp_path / "file" / "db.gadb") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gpualign: error:") and "\n" not in err
+    assert "cannot create the output directory" in err and "file/db.gadb" in err
