@@ -256,7 +256,11 @@ class Progress:
             self.stream.write(self.heartbeat_line() + "\n")
             self.stream.flush()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            # Done: a total that was an estimate (cells of passes whose extent depends on the
+            # answer) completes here.
+            self.advance(self.total - self.done)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

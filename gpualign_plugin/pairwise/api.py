@@ -27,7 +27,8 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
                   mode: str = "local", strands: str = "both", min_score: int | None = None,
                   backend: str = "cpu", device: int = 0, pairs: list[tuple[str, str]] | None = None,
                   threads: int = 1, on_pair_done: Callable[[int], None] | None = None,
-                  gpu_memory: int | None = None, gpu_profile: dict | None = None) -> list[Alignment]:
+                  gpu_memory: int | None = None, gpu_profile: dict | None = None,
+                  on_cells: Callable[[int], None] | None = None) -> list[Alignment]:
     """Align queries to targets and place the results.
 
     Parameters
@@ -54,6 +55,10 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
     gpu_profile : dict, optional
         GPU backend: filled with the engine's phase seconds (``score_pass_s``,
         ``traceback_s``, ...) summed over the pairs, and ``pairs``.
+    on_cells : callable, optional
+        CPU backend: called (from the worker threads) with DP cells as they are
+        computed inside each pair (see :func:`gpualign_plugin.pairwise.cpu.align_pair`),
+        so a progress bar moves during a long pair.
 
     Returns
     -------
@@ -75,7 +80,8 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         query, target, strand = job
         profile = {} if gpu_profile is not None and backend == "gpu" else None
         result = align_sequences(query, target, scheme, mode, strand=strand, backend=backend,
-                                 device=device, gpu_memory=gpu_memory, gpu_profile=profile)
+                                 device=device, gpu_memory=gpu_memory, gpu_profile=profile,
+                                 on_cells=on_cells)
         if profile:
             from gpualign_plugin.pairwise import gpu
 
@@ -97,7 +103,8 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
 
 def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mode: str,
                     strand: str = "+", backend: str = "cpu", device: int = 0, gpu_memory: int | None = None,
-                    gpu_profile: dict | None = None) -> Alignment | None:
+                    gpu_profile: dict | None = None,
+                    on_cells: Callable[[int], None] | None = None) -> Alignment | None:
     """Align two records on one strand and return a :class:`~gpualign_plugin.model.Alignment`.
 
     Parameters
@@ -123,6 +130,8 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
     gpu_profile : dict, optional
         GPU backend: filled with the plan and phase seconds (see
         :func:`gpualign_plugin.pairwise.gpu.align_pair`).
+    on_cells : callable, optional
+        CPU backend: the ``progress`` callback of :func:`gpualign_plugin.pairwise.cpu.align_pair`.
 
     Returns
     -------
@@ -141,7 +150,7 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
         result = gpu_pairwise.align_pair(codes, target.codes, scheme, mode, device=device,
                                          memory_budget=gpu_memory, profile=gpu_profile)
     elif backend == "cpu":
-        result = cpu.align_pair(codes, target.codes, scheme, mode)
+        result = cpu.align_pair(codes, target.codes, scheme, mode, progress=on_cells)
     else:
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     return alignment_of(query, target, result, mode, strand)

@@ -24,6 +24,8 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba
 import numpy as np
 
@@ -214,12 +216,16 @@ class GotohProblem:
 
     The state of a row is an ``int32`` array of shape ``(2, width)``: ``H`` and
     ``F``. Operations collect in :attr:`ops` (end to start) up to :attr:`length`.
+    ``progress``, if given, is called with the DP cells computed after each
+    checkpoint segment of a forward pass and after each band of directions.
     """
 
     direction_bytes_per_cell = 1
     state_bytes_per_column = 8
 
-    def __init__(self, query, target, matrix, scheme: ScoringScheme, mode_code: int):
+    def __init__(self, query, target, matrix, scheme: ScoringScheme, mode_code: int,
+                 progress: Callable[[int], None] | None = None):
+        self.progress = progress
         self.query = query
         self.target = target
         self.matrix = matrix
@@ -241,9 +247,15 @@ class GotohProblem:
         H = top[0, :width].copy()
         F = top[1, :width].copy()
         saved = np.empty((len(save_rows), 2, width), dtype=np.int32)
-        kernels.forward_rows(self.query, self.target, self.matrix, self.gap_open, self.gap_extend,
-                             self.mode, r0, width, H, F, np.asarray(save_rows, dtype=np.int64),
-                             saved)
+        # One call per checkpoint, the state carried in H and F: the same rows as one call over
+        # all of them, with a progress report between segments.
+        row = r0
+        for k, save_row in enumerate(save_rows):
+            kernels.forward_rows(self.query, self.target, self.matrix, self.gap_open,
+                                 self.gap_extend, self.mode, row, width, H, F,
+                                 np.array([save_row], dtype=np.int64), saved[k:k + 1])
+            self._count((save_row - row) * width)
+            row = save_row
         return list(saved)
 
     def directions(self, r0: int, r1: int, top: np.ndarray, width: int) -> np.ndarray:
@@ -253,7 +265,13 @@ class GotohProblem:
         dirs = np.empty((r1 - r0, width), dtype=np.uint8)
         kernels.band_directions(self.query, self.target, self.matrix, self.gap_open,
                                 self.gap_extend, self.mode, r0, width, H, F, dirs)
+        self._count((r1 - r0) * width)
         return dirs
+
+    def _count(self, cells: int) -> None:
+        """Report ``cells`` computed DP cells to the progress callback, if any."""
+        if self.progress is not None:
+            self.progress(cells)
 
     def trace(self, dirs: np.ndarray, r0: int, cursor: Cursor) -> bool:
         """Walk the band; see the protocol in :mod:`~gpualign_plugin.traceback.checkpoint`."""
@@ -265,7 +283,8 @@ class GotohProblem:
 
 
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
-               memory_budget: int = DEFAULT_MEMORY_BUDGET, threads: int = 1) -> PairAlignment:
+               memory_budget: int = DEFAULT_MEMORY_BUDGET, threads: int = 1,
+               progress: Callable[[int], None] | None = None) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR.
 
     The end cell comes from :func:`score_pair`; the traceback then uses one
@@ -290,6 +309,11 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     threads : int
         Threads of the end-cell pass, as for :func:`score_pair` (default 1:
         callers align pairs from thread pools); the traceback runs on one.
+    progress : callable, optional
+        Called with DP cells as they are computed (for a progress bar inside a
+        long pair): ``m * n`` when the end-cell pass is done, then the cells of
+        each checkpoint segment and band of the traceback; in all at most
+        :func:`align_cells` with one checkpoint level.
 
     Returns
     -------
@@ -297,12 +321,37 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
     end = _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads))
+    if progress is not None:
+        progress(len(q) * len(t))
     if mode_code == kernels.LOCAL and end.score <= 0:
         return NO_PAIR_ALIGNMENT
-    problem = GotohProblem(q, t, matrix, scheme, mode_code)
+    problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)
     start = checkpointed_traceback(problem, end.query_end, end.target_end, kernels.STATE_H,
                                    memory_budget)
     return PairAlignment(end.score, start.row, end.query_end, start.col, end.target_end,
                          kernels.cigar_from_ops(problem.ops[:problem.length]))
 
 
+
+
+def align_cells(query_length: int, target_length: int,
+                memory_budget: int = DEFAULT_MEMORY_BUDGET) -> int:
+    """DP cells :func:`align_pair` computes at most with one checkpoint level (its progress total).
+
+    The end-cell pass (``m * n``), the direction bytes (at most ``m * (n + 1)``:
+    a band spans the columns up to where the path enters it) and,
+    when those exceed ``memory_budget``, the top level's forward pass up to its
+    last checkpoint (as :func:`~gpualign_plugin.traceback.checkpoint.checkpointed_traceback`
+    cuts the rows; deeper levels, from about 1 Mbp a side, add more). Paths that
+    end earlier (local, semiglobal) cost less. Used as the total of a progress
+    bar counted in cells.
+    """
+    m, width = query_length, target_length + 1
+    cells = m * target_length + m * width
+    band_rows = max(1, int(memory_budget) // (GotohProblem.direction_bytes_per_cell * width))
+    if m > band_rows:
+        bands = -(-m // band_rows)
+        segments = max(1, int(memory_budget) // (GotohProblem.state_bytes_per_column * width)) + 1
+        last_cut = (bands - 1) * band_rows if bands <= segments else (segments - 1) * m // segments
+        cells += last_cut * width
+    return cells

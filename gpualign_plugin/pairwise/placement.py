@@ -218,13 +218,16 @@ class _Engine:
     ``gpu_memory`` (GPU only) bounds each alignment's memory (see
     :func:`gpualign_plugin.pairwise.gpu.align_pair`); with ``shared`` several engines align
     at once, so none limits CuPy's process-wide pool and each keeps to its ``gpu_memory``.
+    On the CPU, ``on_progress`` (if given) is called with DP cells as they are computed: each
+    score pass, and the end-cell pass and traceback bands of each alignment.
     """
 
     def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None,
                  gpu_memory: int | None = None, gpu_profile: dict | None = None,
-                 shared: bool = False):
+                 shared: bool = False, on_progress: Callable[[int], None] | None = None):
         from gpualign_plugin.pairwise import cpu
 
+        self.on_progress = on_progress
         self.scheme = scheme
         self.gpu_memory, self.gpu_profile = gpu_memory, gpu_profile
         self.shared = shared
@@ -253,7 +256,10 @@ class _Engine:
             return self.session.score(where, q, t).score
         if self.gpu is not None:
             return self.gpu.score_pair(q, t, self.scheme, "local", self.device).score
-        return self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads).score
+        score = self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads).score
+        if self.on_progress is not None:
+            self.on_progress(len(q) * len(t))
+        return score
 
     def align(self, query: Sequence, targets: list[Sequence], where: _Slice, zdrop: float):
         """The Z-drop-cut optimal local alignment in ``where`` as an :class:`Alignment` (or None)."""
@@ -270,7 +276,8 @@ class _Engine:
             if profile:
                 self.gpu.add_profile(self.gpu_profile, profile)
         else:
-            pair = self.cpu.align_pair(q, t, self.scheme, "local", threads=self.threads or 1)
+            pair = self.cpu.align_pair(q, t, self.scheme, "local", threads=self.threads or 1,
+                                       progress=self.on_progress)
         if pair.score <= 0:
             return None
         return cut_alignment(pair, q, t, self.scheme, zdrop, query, target, where)
@@ -305,7 +312,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
                 backend: str = "auto", evalue: float = DEFAULT_EVALUE, strands: str = "both",
                 threads: int | None = None, device: int = 0, zdrop_bits: float = ZDROP_BITS,
                 min_score: int = 1, on_cells: Callable[[int], None] | None = None,
-                gpu_memory: int | None = None, gpu_profile: dict | None = None) -> list[Alignment]:
+                gpu_memory: int | None = None, gpu_profile: dict | None = None,
+                on_progress: Callable[[int], None] | None = None) -> list[Alignment]:
     """Every significant local alignment of each query, non-overlapping on the query, placed.
 
     The set is defined in docs/ALGORITHMS.md ("Local placement"): repeatedly the
@@ -346,6 +354,11 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     gpu_profile : dict, optional
         On the GPU, filled with the alignments' phase seconds summed
         (:func:`gpualign_plugin.pairwise.gpu.add_profile`).
+    on_progress : callable, optional
+        CPU engine: called with DP cells as they are computed (every score pass,
+        and each alignment's end-cell pass and traceback bands), so a progress
+        bar moves inside one long query; ``on_cells`` still counts the score
+        passes per query. Not called on the GPU engine.
 
     Returns
     -------
@@ -370,7 +383,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
 
         if not gpu.accepts(scheme):
             engine_name = "cpu"
-    engine = _Engine(scheme, engine_name, device, threads, gpu_memory, gpu_profile)
+    engine = _Engine(scheme, engine_name, device, threads, gpu_memory, gpu_profile,
+                     on_progress=on_progress if engine_name == "cpu" else None)
     database = (sum(len(t) for t in targets), len(targets))
     for query in queries:
         for target in targets:

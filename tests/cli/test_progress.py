@@ -89,3 +89,32 @@ def test_a_command_in_a_log_writes_heartbeats(tmp_path):
     assert result.returncode == 0, result.stderr
     beats = [line for line in result.stderr.splitlines() if " gpualign: align3: " in line]
     assert beats and all(re.match(r"^\d{4}-\d\d-\d\dT\S+Z gpualign: align3: \d+\.\d% ", b) for b in beats)
+
+
+def test_one_long_pair_moves_the_heartbeat(monkeypatch):
+    """Off a terminal, the heartbeat of `gpualign pairwise` on the CPU shows cells growing during
+    ONE pair: the engine reports its end-cell pass and every traceback band to the bar."""
+    from gpualign_plugin.pairwise.cpu import align_cells, align_pair
+    from gpualign_plugin.scoring import ScoringScheme
+
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0")  # lines taken by hand, not by the clock
+    scheme = ScoringScheme.dna()
+    rng = __import__("numpy").random.default_rng(7)
+    q = rng.integers(0, 4, 400).astype("uint8")
+    t = q.copy()
+    t[::25] = (t[::25] + 1) % 4
+    budget = 400 * 401 // 8
+    stream = io.StringIO()
+    lines = []
+    with Progress(align_cells(400, 400, budget), "pairwise", stream=stream) as progress:
+        def advance(cells: int) -> None:
+            progress.advance(cells)
+            lines.append(progress.heartbeat_line())
+
+        align_pair(q, t, scheme, "global", memory_budget=budget, progress=advance)
+    done = [re.search(r"\((\S+) of", line).group(1) for line in lines]
+    assert len(lines) >= 10 and "\r" not in stream.getvalue()
+    assert all(re.match(r"^\d{4}-\d\d-\d\dT\S+Z gpualign: pairwise: \d+\.\d% \(", line) for line in lines)
+    counts = [float(x[:-1]) * 1000 if x.endswith("k") else float(x) for x in done]
+    assert counts == sorted(counts) and len(set(counts)) == len(counts)
+    assert progress.done == progress.total

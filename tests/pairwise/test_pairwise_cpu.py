@@ -423,3 +423,23 @@ def test_tiled_arguments_are_checked():
         score_pair(codes, codes, scheme, "local", threads=0)
     with pytest.raises(ValueError, match="mode"):
         score_pair_tiled(codes, codes, scheme, "glocal", 2, 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_progress_inside_one_pair_reports_every_pass_and_changes_nothing(mode):
+    """A budget that cuts the traceback into bands: the callback gets the end-cell pass, each
+    forward checkpoint segment and each band, in order, and the alignment is the same."""
+    scheme = ScoringScheme.dna()
+    rng = np.random.default_rng(16)
+    text = random_text(rng, scheme, 300)
+    q = scheme.alphabet.encode(text)
+    t = scheme.alphabet.encode(related_text(rng, scheme, text))
+    budget = len(q) * (len(t) + 1) // 6
+    reports = []
+    result = align_pair(q, t, scheme, mode, memory_budget=budget, progress=reports.append)
+    assert result == align_pair(q, t, scheme, mode, memory_budget=budget)
+    assert result == align_pair(q, t, scheme, mode)
+    assert reports[0] == len(q) * len(t) and len(reports) >= 8 and min(reports) > 0
+    area = result.query_end * (result.target_end + 1)
+    # The bands hold the path's rows over at most its end column; the forward pass as many again.
+    assert len(q) * len(t) + area // 2 < sum(reports) <= pairwise.align_cells(len(q), len(t), budget)

@@ -245,3 +245,17 @@ def test_a_query_on_a_repeat_gets_mapq_0_and_a_secondary():
 def test_local_placement_refuses_a_bad_evalue():
     with pytest.raises(InputError, match="--evalue"):
         place_local([], [], SCHEME, backend="cpu", evalue=0)
+
+
+def test_progress_moves_inside_one_query_and_changes_nothing():
+    """The CPU engine reports every score pass and each alignment's passes as they are done:
+    several reports while ONE query is placed, more cells than its score passes alone."""
+    queries, targets = placement_case(3)
+    encoded_t = [SCHEME.encode(*t) for t in targets]
+    query = [SCHEME.encode(*queries[0])]
+    per_query, inside = [], []
+    placed = place_local(query, encoded_t, SCHEME, backend="cpu", on_cells=per_query.append,
+                         on_progress=inside.append)
+    assert placed == place_local(query, encoded_t, SCHEME, backend="cpu")
+    assert len(per_query) == 1 and len(inside) > 4 and min(inside) > 0
+    assert sum(inside) > per_query[0] >= len(query[0]) * sum(len(t) for t in encoded_t) * 2
