@@ -21,7 +21,8 @@ from gpualign_plugin.io.pairwise_text import write_pairwise_text
 from gpualign_plugin.io.sam import merge_bams, write_alignments
 from gpualign_plugin.model import (Alignment, Cigar, Hit, MultipleAlignment, PairAlignment,
                                    PairScore, SearchResult, SyntenicAlignment, SyntenicBlock)
-from gpualign_plugin.pairwise.api import align_pair, align_sequences, score_pair, score_pair_tiled
+from gpualign_plugin.pairwise.api import (align_pair, align_sequences, place_local, score_pair,
+                                          score_pair_tiled)
 from gpualign_plugin.pairwise.placement import place
 from gpualign_plugin.scoring import DNA, PROTEIN, ScoringScheme, Sequence
 from gpualign_plugin.search.api import score_database, search
@@ -37,7 +38,7 @@ __all__ = [
     "align_sequences", "Alignment",
     "BackendUnavailable", "Cigar", "compare_genomes", "Difference", "DNA", "Fold", "fold", "fold_many",
     "GenomeComparison", "Hit", "InputError", "iter_fasta", "merge_bams", "MultipleAlignment",
-    "PairAlignment", "PairScore", "place", "PlantedEvent", "PROTEIN", "read_fasta", "read_maf",
+    "PairAlignment", "PairScore", "place", "place_local", "PlantedEvent", "PROTEIN", "read_fasta", "read_maf",
     "read_paf", "Region", "score_batch", "score_database", "score_pair", "score_pair_tiled",
     "ScoringScheme", "search", "SearchResult", "Sequence", "simulate_genome",
     "SimulationParameters", "syntenic", "syntenic_align", "syntenic_score", "SyntenicAlignment",
