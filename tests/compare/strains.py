@@ -18,6 +18,23 @@ def random_dna(length: int, seed: int) -> str:
     return "".join(rng.choice(list("ACGT"), size=length))
 
 
+def collapsed_repeat():
+    """A reference holding a 1.5 kbp repeat three times between four unique stretches.
+
+    Returns ``(reference, unique, repeat)``: an assembly of ``unique`` plus ``repeat`` once
+    collapses the repeat, as short-read assemblies do.
+    """
+    rng = np.random.default_rng(12)
+
+    def dna(length):
+        return "".join(rng.choice(list("ACGT"), size=length))
+
+    repeat = dna(1500)
+    unique = [dna(3000), dna(3500), dna(2500), dna(3000)]
+    reference = unique[0] + repeat + unique[1] + repeat + unique[2] + repeat + unique[3]
+    return reference, unique, repeat
+
+
 def simulated(seed: int):
     """A 12 kbp reference and a strain carrying every large event and point mutations."""
     reference = random_dna(12000, 1000 + seed)

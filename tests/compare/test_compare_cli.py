@@ -8,11 +8,10 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pysam
 import pytest
 
-from strains import fragments, simulated
+from strains import collapsed_repeat, fragments, simulated
 
 from gpualign_plugin.scoring import reverse_complement_text
 
@@ -81,14 +80,7 @@ def test_report_agrees_with_dnadiff(assembly):
 def test_a_collapsed_repeat_counts_every_reference_copy_as_dnadiff(tmp_path):
     # The reference holds a 1.5 kbp repeat three times; the assembly has the unique parts
     # (two of them reversed) and the repeat once, as short-read assemblies do.
-    rng = np.random.default_rng(12)
-
-    def dna(length):
-        return "".join(rng.choice(list("ACGT"), size=length))
-
-    repeat = dna(1500)
-    unique = [dna(3000), dna(3500), dna(2500), dna(3000)]
-    reference = unique[0] + repeat + unique[1] + repeat + unique[2] + repeat + unique[3]
+    reference, unique, repeat = collapsed_repeat()
     contigs = [unique[0], reverse_complement_text(unique[1]), unique[2],
                reverse_complement_text(unique[3]), repeat]
     (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")

@@ -9,9 +9,8 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-from strains import fragments, simulated
+from strains import collapsed_repeat, fragments, simulated
 
 from gpualign_plugin.compare.api import compare_genomes
 from gpualign_plugin.scoring import ScoringScheme
@@ -29,14 +28,7 @@ def summary(comparison):
 
 
 def test_gpu_comparison_equals_cpu_with_a_collapsed_repeat():
-    rng = np.random.default_rng(12)
-
-    def dna(length):
-        return "".join(rng.choice(list("ACGT"), size=length))
-
-    repeat = dna(1500)
-    unique = [dna(3000), dna(3500), dna(2500), dna(3000)]
-    reference = unique[0] + repeat + unique[1] + repeat + unique[2] + repeat + unique[3]
+    reference, unique, repeat = collapsed_repeat()
     queries = [SCHEME.encode(f"c{k}", text) for k, text in enumerate(unique + [repeat])]
     targets = [SCHEME.encode("ref", reference)]
     cpu = compare_genomes(queries, targets, SCHEME, backend="cpu")
