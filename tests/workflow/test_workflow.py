@@ -158,7 +158,7 @@ def test_lint_reports_nothing():
 def test_dry_run_plans_every_analysis(tmp_path):
     project = copy_project(tmp_path / "dry")
     result = snakemake(project, "-n", "--quiet", "rules")
-    for rule in ("split_genome", "syntenic", "compare", "compare_table", "search_shard", "merge_search",
+    for rule in ("split_genome", "syntenic", "compare", "compare_table", "makedb", "search_shard", "merge_search",
                  "split_triplets", "report_throughput", "report_hits"):
         assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), (rule, result.stdout)
     assert not os.path.exists(os.path.join(project, "results"))

@@ -1,16 +1,38 @@
 # Protein queries against the database, one job per database shard; the shards' top-k
 # lists merge exactly into the top-k of the whole database (E-values over all of it).
-# Each shard job asks for a GPU (unless `backend: cpu`) like the pairwise jobs.
+# The database FASTA is parsed once, by `makedb`, into a prepared database (.gadb, a
+# directory) that every shard job memory-maps; the hits are byte-identical to searching
+# the FASTA. Each shard job asks for a GPU (unless `backend: cpu`) like the pairwise jobs.
 
 # The search section (defaults filled in by the schema); absent when the search is off,
 # and then these rules are never run.
 SEARCH = config.get("search", {"queries": [], "database": [], "shards": 1, "top": 5})
 
 
+rule makedb:
+    input:
+        SEARCH["database"],
+    output:
+        directory("results/search/db.gadb"),
+    log:
+        "logs/makedb.log",
+    benchmark:
+        "benchmarks/makedb.tsv"
+    conda:
+        "../envs/gpualign.yaml"
+    threads: 1
+    resources:
+        mem_mb=config["mem_mb"],
+    params:
+        gpualign=GPUALIGN,
+    shell:
+        "{params.gpualign} makedb --db {input:q} --out {output:q} 2> {log:q}"
+
+
 rule search_shard:
     input:
         queries=SEARCH["queries"],
-        database=SEARCH["database"],
+        database="results/search/db.gadb",
     output:
         hits=temp("results/search/shards/{shard}.hits"),
         stats="results/stats/search/{shard}.json",
