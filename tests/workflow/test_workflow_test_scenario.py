@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -97,6 +98,20 @@ def test_report_three_way_rows_match_the_maf(scenario):
             100 * sum(a == b for a, b in both) / len(both), abs=0.05)
         assert int(row["columns all identical"]) == sum(
             1 for column in zip(*texts) if column[0] != "-" and len(set(column)) == 1)
+
+
+def test_sharded_search_of_the_prepared_database_equals_one_search_of_the_fasta(scenario, tmp_path):
+    # The workflow parses the database once (makedb: results/search/db.gadb) and the shard
+    # jobs read that; the merged tables must be the bytes of one search of the FASTA file.
+    test = os.path.join(scenario, ".test")
+    assert os.path.isfile(os.path.join(test, "results", "search", "db.gadb", "header.json"))
+    subprocess.run([sys.executable, "-m", "gpualign_plugin.cli.main", "search", "-q", "data/queries.fa",
+                    "-d", "data/database.fa", "--top", "3", "--backend", "cpu",
+                    "--out-blast", tmp_path / "hits.tsv", "--out-tsv", tmp_path / "hits.table.tsv"],
+                   cwd=test, check=True, capture_output=True)
+    for name in ("hits.tsv", "hits.table.tsv"):
+        with open(tmp_path / name, "rb") as direct, open(os.path.join(test, "results", "search", name), "rb") as merged:
+            assert merged.read() == direct.read(), name
 
 
 def test_editing_an_input_reruns_only_what_depends_on_it(scenario):
