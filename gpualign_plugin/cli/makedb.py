@@ -6,7 +6,7 @@ import argparse
 import logging
 import time
 
-from gpualign_plugin.cli.common import counted
+from gpualign_plugin.cli.common import counted, detected_kind
 from gpualign_plugin.scoring import DNA, PROTEIN
 
 log = logging.getLogger("gpualign")
@@ -30,8 +30,10 @@ def register(subparsers) -> None:
     parser.add_argument("-d", "--db", required=True, metavar="FASTA", help="database sequences (FASTA, .gz ok)")
     parser.add_argument("-o", "--out", required=True, metavar="DIR",
                         help="the prepared database directory to write (by convention NAME.gadb)")
-    parser.add_argument("--alphabet", choices=("protein", "dna"), default="protein",
-                        help="alphabet of the residue codes; searches must use a scheme of it [protein]")
+    parser.add_argument("--alphabet", choices=("auto", "protein", "dna"), default="auto",
+                        help="alphabet of the residue codes; searches must use a scheme of it. auto: "
+                             "what the first record looks like, as the scoring defaults of search "
+                             "follow the sequences [auto]")
     parser.set_defaults(run=run)
 
 
@@ -40,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.search.database import read_database, write_database
 
     started = time.perf_counter()
-    database = read_database(args.db, PROTEIN if args.alphabet == "protein" else DNA)
+    alphabet = args.alphabet
+    if alphabet == "auto":
+        alphabet = detected_kind([args.db]) or "protein"
+        log.info("%s: the records look like %s", args.db, alphabet)
+    database = read_database(args.db, PROTEIN if alphabet == "protein" else DNA)
     write_database(database, args.out)
     log.info("%s: %s, %s prepared in %.2f s", args.out, counted(len(database), "sequence"),
              counted(database.residues, "residue"), time.perf_counter() - started)

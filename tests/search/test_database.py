@@ -177,3 +177,11 @@ def test_makedb_makes_a_missing_directory_and_refuses_one_under_a_file(tmp_path,
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpualign: error:") and "\n" not in err
     assert "cannot create the output directory" in err and "file/db.gadb" in err
+
+
+def test_makedb_alphabet_follows_the_records(tmp_path):
+    (tmp_path / "dna.fa").write_text(">d1\nACGTTGCAACGT\n>d2\nTTGACCA\n")
+    assert run_cli("makedb", "--db", tmp_path / "dna.fa", "--out", tmp_path / "dna.gadb") == 0
+    assert run_cli("makedb", "--db", DB, "--out", tmp_path / "protein.gadb") == 0
+    assert open_database(tmp_path / "dna.gadb").alphabet == DNA.name
+    assert open_database(tmp_path / "protein.gadb").alphabet == PROTEIN.name

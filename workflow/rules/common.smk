@@ -171,6 +171,14 @@ def scoring_options(section):
     return " ".join(words)
 
 
+def database_alphabet():
+    """The prepared search database's alphabet: the search scoring's kind, else ``auto``."""
+    scoring = config.get("search", {}).get("scoring", {})
+    if "match" in scoring or "mismatch" in scoring:
+        return "dna"
+    return "protein" if "matrix" in scoring else "auto"
+
+
 def shard_names(width):
     """Zero-padded shard or batch numbers 0 .. width-1 (as strings)."""
     return [f"{index:03d}" for index in range(width)]

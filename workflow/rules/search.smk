@@ -25,8 +25,10 @@ rule makedb:
         mem_mb=config["mem_mb"],
     params:
         gpualign=GPUALIGN,
+        alphabet=database_alphabet(),
     shell:
-        "{params.gpualign} makedb --db {input:q} --out {output:q} 2> {log:q}"
+        "{params.gpualign} makedb --db {input:q} --alphabet {params.alphabet} --out {output:q} "
+        "2> {log:q}"
 
 
 rule search_shard:
