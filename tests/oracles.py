@@ -234,8 +234,9 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
     for query_id, text in queries:
         m = len(text)
 
-        def significant(score):
-            return score > 0 and parameters.evalue(score, m, *residues) <= evalue
+        def significant(score, t_index):
+            n = len(targets[t_index][1])
+            return score > 0 and parameters.evalue(score, m, *residues, n) <= evalue
 
         def solve(q0, q1, strand, t_index, t0, t1):
             found = _cut_local(oriented(text, q0, q1, strand), targets[t_index][1][t0:t1], scheme,
@@ -261,7 +262,7 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
                         key = (-found[0], t_index, strand == "-", q0)
                         if best is None or key < best[0]:
                             best = (key, found, (q0, q1))
-            if best is None or not significant(best[1][0]):
+            if best is None or not significant(best[1][0], best[1][6]):
                 break
             found, (q0, q1) = best[1], best[2]
             pieces.append(found)
@@ -288,13 +289,13 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
             if second >= score:
                 mapq = 0
             else:
-                rival = second if significant(second) else 0
+                rival = second if where is not None and significant(second, where[1]) else 0
                 mapq = min(60, 60 * (score - rival) // score)
             mine.append((query_id, targets[t_index][0], qs, qe, ts, te, strand, score, cigar, True,
                          rank > 0, mapq))
             if where is not None and second >= 0.8 * score:
                 found = solve(qs, qe, *where)
-                if found is not None and significant(found[0]):
+                if found is not None and significant(found[0], found[6]):
                     s2, a, b, c, d, st, ti, cg = found
                     secondaries.append((query_id, targets[ti][0], a, b, c, d, st, s2, cg, False,
                                         False, 0))

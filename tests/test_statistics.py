@@ -300,3 +300,44 @@ def test_search_command_prints_blastps_evalues_and_bit_scores(tmp_path):
             assert (fields[10], fields[11]) == (evalue, bits), (pair, fields[10:], evalue, bits)
             compared += 1
     assert compared >= 30
+
+
+@needs_blast
+def test_placement_evalues_use_each_subjects_length_as_blastp(tmp_path):
+    # Local placement of proteins against subjects of very different lengths (a globin alone,
+    # and globins inside 700 and 7,000 random residues): Spouge's finite-size correction needs
+    # the length of the subject holding the alignment. Each placement's E-value (ZE) must be
+    # blastp's for the same (query, subject) pair and score, not that of a mean-length subject.
+    from gpualign_plugin.pairwise.placement import place_local
+
+    globins = {record.id: record.text for record in read_fasta(os.path.join(DATA, "globins.fasta"),
+                                                                BLOSUM62)}
+    rng = np.random.default_rng(11)
+    letters = list("ACDEFGHIKLMNPQRSTVWY")
+
+    def flank(length):
+        return "".join(rng.choice(letters, length))
+
+    names = ["HBB_HUMAN", "HBA_HUMAN", "MYG_PHYCA", "LGB2_LUPLU"]
+    flanks = [(0, 0), (300, 400), (3000, 4000), (0, 40)]
+    queries = [BLOSUM62.encode(f"q{k}", globins[name]) for k, name in enumerate(names)]
+    targets = [BLOSUM62.encode(f"s{k}", flank(a) + globins[name] + flank(b))
+               for k, (name, (a, b)) in enumerate(zip(names, flanks))]
+    placed = place_local(queries, targets, BLOSUM62, backend="cpu", strands="plus")
+    ours = {(a.query_id, a.target_id): a for a in placed}
+    blast = {(f"q{q}", f"s{s}"): (score, evalue)
+             for q, s, score, evalue, _ in _harness().run_blast("blastp", BLOSUM62, queries, targets,
+                                                                str(tmp_path))}
+    parameters = parameters_for(BLOSUM62)
+    residues = sum(len(t) for t in targets)
+    compared, mean_off = 0, 0
+    for (query_id, target_id), alignment in ours.items():
+        score, evalue = blast[(query_id, target_id)]
+        if score != alignment.score or evalue == 0.0:
+            continue
+        assert alignment.evalue == pytest.approx(evalue, rel=1e-4), (query_id, target_id)
+        mean = parameters.evalue(score, alignment.query_length, residues, len(targets))
+        mean_off += abs(mean / evalue - 1) > 0.05
+        compared += 1
+    assert compared == len(names)
+    assert mean_off >= 3  # the subjects' lengths matter: a mean-length subject would be wrong

@@ -332,7 +332,9 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     evalue : float
         Largest E-value reported: BLAST's E-value of the score
         (:meth:`~gpualign_plugin.statistics.KarlinAltschul.evalue` with ``m`` the
-        whole query's length, ``N`` all target residues, ``R`` the target records;
+        whole query's length, ``N`` all target residues, ``R`` the target records,
+        and, in Spouge's finite-size correction of gapped protein schemes, ``n`` the
+        length of the target record holding the alignment, as blastp per subject;
         parameters from :func:`~gpualign_plugin.statistics.parameters_for`); must be
         positive.
     strands : {'both', 'plus'}
@@ -448,8 +450,9 @@ def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: 
                  zdrop: float, min_score: int) -> list[Alignment]:
     m = len(query)
 
-    def significant(score: int) -> bool:
-        return score >= min_score and parameters.evalue(score, m, *database) <= cutoff
+    def significant(score: int, t_index: int) -> bool:
+        return score >= min_score and \
+            parameters.evalue(score, m, *database, len(targets[t_index])) <= cutoff
 
     heap: list = []
 
@@ -460,7 +463,7 @@ def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: 
             for strand in strand_list:
                 where = _Slice(q0, q1, strand, t_index, 0, len(target))
                 score = engine.score(query, targets, where)
-                if significant(score):
+                if significant(score, t_index):
                     # Unresolved (score only) before resolved among equal scores: a bound
                     # must be resolved before an equal exact score can be taken as the best.
                     heapq.heappush(heap, (-score, 0, t_index, strand == "-", q0, q1, where, None))
@@ -474,7 +477,7 @@ def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: 
             continue
         if not resolved:
             piece = engine.align(query, targets, where, zdrop)
-            if piece is not None and significant(piece.score):
+            if piece is not None and significant(piece.score, t_index):
                 heapq.heappush(heap, (-piece.score, 1, t_index, minus, q0, where.q1, where, piece))
             continue
         pieces.append(piece)
@@ -508,13 +511,17 @@ def _second_best(query: Sequence, targets: list[Sequence], piece: Alignment, str
 
 
 def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], strand_list,
-            engine: _Engine, significant: Callable[[int], bool], parameters: KarlinAltschul,
+            engine: _Engine, significant: Callable[[int, int], bool], parameters: KarlinAltschul,
             database: tuple[int, int], zdrop: float) -> list[Alignment]:
-    """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries."""
+    """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries.
+
+    ``significant(score, t_index)`` is the significance test of a score on target
+    ``t_index``; E-values use the target record's length in Spouge's correction."""
     m = len(query)
 
     def stats(alignment: Alignment, **changes) -> Alignment:
-        return dataclasses.replace(alignment, evalue=parameters.evalue(alignment.score, m, *database),
+        evalue = parameters.evalue(alignment.score, m, *database, alignment.target_length)
+        return dataclasses.replace(alignment, evalue=evalue,
                                    bit_score=parameters.bit_score(alignment.score), **changes)
 
     order = sorted(range(len(pieces)), key=lambda k: (-pieces[k].score, k))
@@ -523,11 +530,11 @@ def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], s
         piece = pieces[k]
         second, where = _second_best(query, targets, piece, strand_list, engine)
         # A second placement that is not significant is chance, not a rival: it leaves MAPQ 60.
-        rival = second if significant(second) else None
+        rival = second if where is not None and significant(second, where.t_index) else None
         mapq = 0 if second >= piece.score else primary_mapq(piece.score, rival)
         placed.append(stats(piece, is_primary=True, is_supplementary=rank > 0, mapq=mapq))
         if where is not None and second >= SECONDARY_RATIO * piece.score:
             other = engine.align(query, targets, where, zdrop)
-            if other is not None and significant(other.score):
+            if other is not None and significant(other.score, where.t_index):
                 secondaries.append(stats(other, is_primary=False, is_supplementary=False, mapq=0))
     return placed + secondaries
