@@ -45,15 +45,40 @@ EPILOG = """examples:
 run 'gpualign SUBCOMMAND --help' for the options of each."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every subcommand registered."""
+#: Command names that are not their module's name with ``-`` for ``_``.
+ALIASES = {"genome-summary": "compare"}
+#: Global options taking a value (they may stand before the subcommand).
+VALUED_OPTIONS = ("--local-gpus", "--gpu-lock-dir")
+
+
+def chosen_subcommand(argv: list[str]) -> str | None:
+    """The module name of the subcommand ``argv`` names, or None (none named, help, or unknown).
+
+    Only the first word that is not a global option counts, as for argparse.
+    """
+    words = iter(argv)
+    for word in words:
+        if word in VALUED_OPTIONS:
+            next(words, None)
+        elif not word.startswith("-"):
+            name = ALIASES.get(word, word.replace("-", "_"))
+            return name if name in SUBCOMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered, or only the module ``only``.
+
+    A run registers only its own subcommand, so it imports no other command's modules
+    (the syntenic command alone loads Numba and SciPy at import).
+    """
     parser = argparse.ArgumentParser(
         prog="gpualign", description="Exact dynamic-programming sequence alignment on GPUs and CPUs.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gpualign {__version__}")
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
-    for name in SUBCOMMANDS:
+    for name in (only,) if only else SUBCOMMANDS:
         importlib.import_module(f"gpualign_plugin.cli.{name}").register(subparsers)
     for subparser in {id(p): p for p in subparsers.choices.values()}.values():
         add_global_options(subparser, in_subcommand=True)
@@ -81,8 +106,8 @@ def add_global_options(parser: argparse.ArgumentParser, in_subcommand: bool = Fa
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``gpualign`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(chosen_subcommand(argv))
     args = parser.parse_args(argv)
     args.argv = argv
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
