@@ -314,6 +314,21 @@ class RunStats:
             handle.write("\n")
 
 
+def seconds_since_process_start() -> float:
+    """Wall seconds since this process started (Linux ``/proc``; 0.0 where unavailable).
+
+    Includes the interpreter's start-up and every import before the command ran: what a
+    user waits for beyond the command's own phases. Resolution: one clock tick (10 ms).
+    """
+    try:
+        with open("/proc/self/stat") as handle:
+            started = int(handle.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as handle:
+            return max(0.0, float(handle.read().split()[0]) - started)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def describe_device(engine: str, device: int = 0) -> str:
     """Human name of what ran: the GPU's name, or the CPU model and core count."""
     if engine == "gpu":

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import logging
 import os
+import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
                                         add_scoring_options, apply_threads, command_line, counted,
-                                        describe_device, scheme_from_args)
+                                        describe_device, scheme_from_args,
+                                        seconds_since_process_start)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import all_or_none, check_writable
+from gpualign_plugin.io.atomic import all_or_none, atomic_text_files, check_writable
 
 log = logging.getLogger("gpualign")
 
@@ -120,45 +124,72 @@ def shard_range(records: int, shards: int, shard: int) -> tuple[int, int]:
 
 def significant(result, evalue: float | None):
     """``result`` (finished) without the hits whose E-value exceeds ``evalue`` (None: all kept)."""
-    import dataclasses
+    return dataclasses.replace(result, hits=passing(result.hits, evalue))
 
-    if evalue is None:
-        return result
-    return dataclasses.replace(result, hits=[hit for hit in result.hits if hit.evalue <= evalue])
+
+def passing(hits: list, evalue: float | None) -> list:
+    """The finished ``hits`` whose E-value is at most ``evalue`` (None: all)."""
+    return hits if evalue is None else [hit for hit in hits if hit.evalue <= evalue]
+
+
+@contextlib.contextmanager
+def search_outputs(args: argparse.Namespace, header, scheme, queries, names: list[str],
+                   lengths: list[int], written: list):
+    """Open every requested output of a search; yield a function that writes a list of hits.
+
+    ``header`` is the search's result with its statistics set (its hits are not used);
+    call the yielded function with each query's finished hits in query order: BLAST
+    tabular and TSV lines go to the files at once (streamed into temporary files,
+    renamed at the end), SAM/BAM records, which are sorted by coordinate, are written
+    when the block ends. ``queries`` are the query records (SEQ of DNA SAM records);
+    ``names`` and ``lengths`` describe every database record (the SAM header's ``@SQ``
+    lines); ``written`` is the list of the enclosing
+    :func:`~gpualign_plugin.io.atomic.all_or_none`.
+    """
+    from gpualign_plugin.io.blasttab import blast_line, hits_tsv_header, hits_tsv_line
+    from gpualign_plugin.io.sam import write_alignments
+
+    with atomic_text_files(written) as files:
+        blast = files.open(args.out_blast) if args.out_blast else None
+        tsv = files.open(args.out_tsv) if args.out_tsv else None
+        if tsv is not None:
+            tsv.write(hits_tsv_header(header, scheme))
+        alignments = []
+
+        def add(hits: list) -> None:
+            for handle, line in ((blast, blast_line), (tsv, hits_tsv_line)):
+                if handle is not None and hits:
+                    handle.write("".join(line(hit) + "\n" for hit in hits))
+                    handle.flush()
+            if args.out_sam:
+                alignments.extend(hit.alignment for hit in hits)
+
+        yield add
+        if args.out_sam:
+            fmt = "bam" if args.out_sam.lower().endswith(".bam") else "sam"
+            targets = [header.targets.get(k, (name, length))
+                       for k, (name, length) in enumerate(zip(names, lengths))]
+            write_alignments(args.out_sam, alignments, {q.id: q for q in queries}, targets, scheme,
+                             command_line(args), fmt=fmt)
+            written += [args.out_sam, args.out_sam + ".bai", args.out_sam + ".csi"]
 
 
 def write_search_outputs(args: argparse.Namespace, result, scheme, queries, names: list[str],
                          lengths: list[int]) -> None:
-    """Write the finished ``result`` to every requested output: all of them, or none on failure.
-
-    ``queries`` are the query records (SEQ of DNA SAM records); ``names`` and
-    ``lengths`` describe every database record (the SAM header's ``@SQ`` lines).
-    """
-    from gpualign_plugin.io.blasttab import write_blast_tab, write_hits_tsv
-    from gpualign_plugin.io.sam import write_alignments
-
-    with all_or_none() as written:
-        if args.out_blast:
-            write_blast_tab(args.out_blast, result.hits)
-            written.append(args.out_blast)
-        if args.out_tsv:
-            write_hits_tsv(args.out_tsv, result, scheme)
-            written.append(args.out_tsv)
-        if args.out_sam:
-            fmt = "bam" if args.out_sam.lower().endswith(".bam") else "sam"
-            targets = [result.targets.get(k, (name, length))
-                       for k, (name, length) in enumerate(zip(names, lengths))]
-            write_alignments(args.out_sam, [hit.alignment for hit in result.hits],
-                             {q.id: q for q in queries}, targets, scheme, command_line(args), fmt=fmt)
-            written += [args.out_sam, args.out_sam + ".bai", args.out_sam + ".csi"]
+    """Write the finished ``result`` to every requested output: all of them, or none on failure
+    (:func:`search_outputs` with all hits at once)."""
+    with all_or_none() as written, \
+            search_outputs(args, result, scheme, queries, names, lengths, written) as add:
+        add(result.hits)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign search``; returns the exit status."""
+    started = time.perf_counter()
     from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.io.hits import write_hits
     from gpualign_plugin.runtime.backend import resolve_backend
-    from gpualign_plugin.search.api import finish, search
+    from gpualign_plugin.search.api import finish_hits, search_stream, statistics_of
     from gpualign_plugin.search.database import load_database
 
     scheme = scheme_from_args(args, (args.query, args.db))
@@ -185,29 +216,42 @@ def run(args: argparse.Namespace) -> int:
     start, stop = shard_range(len(names), args.shards, args.shard)
     residues = args.db_size if args.db_size is not None else database.residues
     stats = RunStats("search", engine=engine, device=describe_device(engine, args.device), threads=threads)
+    phases = stats.extra.setdefault("phases", {})
+    phases["read_s"] = time.perf_counter() - started
     with Progress(sum(lengths[start:stop]), "search", unit="database residues") as progress:
         def advanced(database_residues: int, cells: int) -> None:
             progress.advance(database_residues)
             stats.cells += cells
 
-        result = search(queries, database, scheme, residues, len(names), args.top, strands,
-                        args.chunk_residues, on_progress=advanced, backend=engine, device=args.device,
-                        span=(start, stop), devices=devices)
+        stream = search_stream(queries, database, scheme, residues, len(names), args.top, strands,
+                               args.chunk_residues, on_progress=advanced, backend=engine,
+                               device=args.device, span=(start, stop), devices=devices)
+    phases["score_s"] = time.perf_counter() - started - phases["read_s"]
+    header = stream.result
+    if paths:
+        header = dataclasses.replace(header, parameters=statistics_of(header, scheme))
+        log.info("statistics: lambda %.4g, K %.4g (%s)", header.parameters.lam,
+                 header.parameters.k, header.parameters.source)
+    found = []
+    with all_or_none() as written:
+        with (search_outputs(args, header, scheme, queries, names, lengths, written) if paths
+              else contextlib.nullcontext()) as add:
+            for _, hits in stream.by_query():
+                found += hits
+                if add is not None:
+                    add(passing(finish_hits(header, hits, header.parameters), args.evalue))
+            database.confirm()  # the checksums of a prepared database, checked during the search
+            phases["align_write_s"] = time.perf_counter() - started - phases["read_s"] - phases["score_s"]
+        if args.out_hits:
+            write_hits(args.out_hits, dataclasses.replace(stream.result, hits=found), scheme.describe(),
+                       args.shard, args.shards, queries, start, names[start:stop], lengths[start:stop])
+            written.append(args.out_hits)
     stats.finish()
-    log.info("%s of %s in %s (%s, %.2f GCUPS)", counted(len(result.hits), "hit"),
+    log.info("%s of %s in %s (%s, %.2f GCUPS)", counted(len(found), "hit"),
              counted(len(queries), "query", "queries"),
              counted(stop - start, "database sequence"),
              stats.device if engine == "gpu" else f"{threads} CPU threads", stats.gcups)
-    database.confirm()  # the checksums of a prepared database, checked during the search
-    with all_or_none() as written:
-        if args.out_hits:
-            write_hits(args.out_hits, result, scheme.describe(), args.shard, args.shards, queries,
-                       start, names[start:stop], lengths[start:stop])
-            written.append(args.out_hits)
-        if paths:
-            result = significant(finish(result, scheme), args.evalue)
-            log.info("statistics: lambda %.4g, K %.4g (%s)", result.parameters.lam,
-                     result.parameters.k, result.parameters.source)
-            write_search_outputs(args, result, scheme, queries, names, lengths)
+    phases["total_s"] = time.perf_counter() - started
+    phases["process_start_to_run_s"] = seconds_since_process_start() - phases["total_s"]
     stats.write(args.stats)
     return 0

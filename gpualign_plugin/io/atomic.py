@@ -12,6 +12,25 @@ import tempfile
 from typing import Iterator
 
 
+def _temporary(path: str, suffix: str = "") -> str:
+    """A new empty temporary file beside ``path`` (its directory created if missing)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part" + suffix,
+                               dir=directory)
+    os.close(fd)
+    return tmp
+
+
+def _publish(tmp: str, path: str) -> None:
+    """Rename the finished ``tmp`` to ``path``, with the permissions a plain open() would give."""
+    # mkstemp creates 0600; give the file the permissions a plain open() would (umask).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     """Yield a temporary path in the target's directory; rename it to ``path`` on success.
@@ -21,21 +40,67 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     choose the format from the extension). A missing directory is created.
     """
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part" + suffix,
-                               dir=directory)
-    os.close(fd)
+    tmp = _temporary(path, suffix)
     try:
         yield tmp
-        # mkstemp creates 0600; give the file the permissions a plain open() would (umask).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        _publish(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+class AtomicTextFiles:
+    """Text files written over a long run (streamed) that appear under their names together at the end.
+
+    Made by :func:`atomic_text_files`: :meth:`open` gives a handle on a temporary file beside
+    the target; the files are renamed into place only when the block ends without an
+    exception, in the order opened, each appended to ``written`` (the list of
+    :func:`all_or_none`) as soon as it is in place. On an exception every temporary file is removed.
+    """
+
+    def __init__(self, written: list):
+        self._open: list = []  # (handle, temporary path, final path)
+        self._written = written
+
+    def open(self, path: str | os.PathLike):
+        """A text handle (UTF-8, ``\\n`` line ends) whose file appears under ``path`` at the end."""
+        path = os.fspath(path)
+        tmp = _temporary(path)
+        handle = open(tmp, "w", encoding="utf-8", newline="\n")
+        self._open.append((handle, tmp, path))
+        return handle
+
+    def _publish_all(self) -> None:
+        for handle, _tmp, _path in self._open:
+            handle.close()
+        while self._open:
+            _handle, tmp, path = self._open[0]
+            _publish(tmp, path)
+            self._open.pop(0)
+            self._written.append(path)
+
+    def _discard(self) -> None:
+        for handle, tmp, _path in self._open:
+            handle.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self._open = []
+
+
+@contextlib.contextmanager
+def atomic_text_files(written: list) -> Iterator[AtomicTextFiles]:
+    """Several streamed text outputs, renamed into place together at the end of the block.
+
+    ``written`` is the list of an enclosing :func:`all_or_none`: each file is added to it once
+    renamed, so a failure in a later rename (or after the block) removes it again.
+    """
+    files = AtomicTextFiles(written)
+    try:
+        yield files
+        files._publish_all()
+    except BaseException:
+        files._discard()
         raise
 
 

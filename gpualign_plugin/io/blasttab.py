@@ -123,20 +123,30 @@ def write_hits_tsv(path_or_handle: Union[str, os.PathLike, IO[str]], result, sch
     """Write a finished :class:`~gpualign_plugin.search.api.SearchResult` as the hits TSV.
 
     Comment lines first (scheme, database size, statistics and their source,
-    coordinate convention), then the header line and one line per hit.
+    coordinate convention), then the header line and one line per hit
+    (:func:`hits_tsv_header`, :func:`hits_tsv_line`).
     """
-    parameters = result.parameters
     with text_output(path_or_handle) as handle:
-        handle.write(f"# gpualign search: {scheme.describe()}; top {result.top} hits per query\n")
-        handle.write(f"# database: {result.database_sequences} sequences, "
-                     f"{result.database_residues} residues\n")
-        handle.write(f"# statistics: {parameters.describe()}\n")
-        handle.write("# coordinates: 0-based half-open on the forward strand; CIGAR along the "
-                     "target (reverse-complemented query on strand -)\n")
-        handle.write("\t".join(HITS_COLUMNS) + "\n")
+        handle.write(hits_tsv_header(result, scheme))
         for hit in result.hits:
-            a = hit.alignment
-            fields = (a.query_id, a.target_id, a.query_length, a.target_length, a.strand, a.score,
-                      f"{hit.bit_score:.1f}", f"{hit.evalue:.3e}", a.query_start, a.query_end,
-                      a.target_start, a.target_end, a.cigar)
-            handle.write("\t".join(str(f) for f in fields) + "\n")
+            handle.write(hits_tsv_line(hit) + "\n")
+
+
+def hits_tsv_header(result, scheme) -> str:
+    """The comment lines and column line of the hits TSV (newline-terminated) of a search whose
+    ``result.parameters`` are set (its hits are not needed)."""
+    return (f"# gpualign search: {scheme.describe()}; top {result.top} hits per query\n"
+            f"# database: {result.database_sequences} sequences, {result.database_residues} residues\n"
+            f"# statistics: {result.parameters.describe()}\n"
+            "# coordinates: 0-based half-open on the forward strand; CIGAR along the "
+            "target (reverse-complemented query on strand -)\n"
+            + "\t".join(HITS_COLUMNS) + "\n")
+
+
+def hits_tsv_line(hit) -> str:
+    """One line (no newline) of the hits TSV for a finished hit."""
+    a = hit.alignment
+    fields = (a.query_id, a.target_id, a.query_length, a.target_length, a.strand, a.score,
+              f"{hit.bit_score:.1f}", f"{hit.evalue:.3e}", a.query_start, a.query_end,
+              a.target_start, a.target_end, a.cigar)
+    return "\t".join(str(f) for f in fields)

@@ -181,6 +181,43 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
     SearchResult
         Hits ranked per query and aligned; statistics not yet set (see :func:`finish`).
     """
+    stream = search_stream(queries, database, scheme, database_residues, database_sequences, top,
+                           strands, chunk_residues, on_progress, backend, device, span, devices)
+    hits = [hit for _, query_hits in stream.by_query() for hit in query_hits]
+    return dataclasses.replace(stream.result, hits=hits)
+
+
+class SearchStream:
+    """A search whose score pass is done and whose hits are aligned query by query on demand.
+
+    Made by :func:`search_stream`. :attr:`result` is the search's
+    :class:`~gpualign_plugin.model.SearchResult` without hits (queries, database size,
+    score histogram, the records of every target that will be reported), enough for
+    :func:`statistics_of` and the outputs' headers; :meth:`by_query` aligns the hits.
+    """
+
+    def __init__(self, result: SearchResult, align: Callable[[], Iterator[tuple[int, list[Hit]]]]):
+        self.result = result
+        self._align = align
+
+    def by_query(self) -> Iterator[tuple[int, list[Hit]]]:
+        """``(query index, its ranked aligned hits)`` for every query in file order, each as soon
+        as its alignments are done (the alignment pass runs while the caller writes)."""
+        return self._align()
+
+
+def search_stream(queries: list[Sequence], database, scheme: ScoringScheme,
+                  database_residues: int, database_sequences: int, top: int = DEFAULT_TOP,
+                  strands: str = "plus", chunk_residues: int = DEFAULT_CHUNK_RESIDUES,
+                  on_progress: Callable[[int, int], None] | None = None, backend: str = "cpu",
+                  device: int = 0, span: tuple[int, int] | None = None,
+                  devices: list[int] | None = None) -> SearchStream:
+    """:func:`search` as a stream: the score pass now, the alignment pass query by query later.
+
+    Same parameters and the same hits as :func:`search`, which collects
+    :meth:`SearchStream.by_query`; ``gpualign search`` writes each query's hits while the
+    next ones are aligned.
+    """
     from gpualign_plugin.search.database import Database
 
     if top < 1:
@@ -207,10 +244,12 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
     kept_targets = {i: database.record(i) if prepared else records[i] for i in live}
     jobs = [(q, index, strand, score) for q in range(len(queries))
             for score, index, strand in zip(*(array.tolist() for array in kept[q]))]
-    hits = _align_hits(jobs, queries, oriented, n_strands, kept_targets, scheme, signs, backend,
-                       (devices or [device])[0])
-    return SearchResult([(q.id, len(q)) for q in queries], hits, top, database_residues,
-                        database_sequences, histogram, targets=kept_targets)
+    result = SearchResult([(q.id, len(q)) for q in queries], [], top, database_residues,
+                          database_sequences, histogram, targets=kept_targets)
+    return SearchStream(result, lambda: _aligned_by_query(
+        jobs, queries, oriented, n_strands, kept_targets, scheme, signs, backend, (devices or [device])[0]))
+
+
 
 
 def _scan_chunks(oriented, query_lengths, chunks, scheme, top, n_strands, histogram, on_progress,
@@ -290,43 +329,74 @@ ones by the pairwise engine's checkpointed traceback on the CPU, hits in paralle
 at the same time. All give the pairwise engine's alignment."""
 
 
-def _align_hits(jobs, queries, oriented, n_strands, targets, scheme, signs, backend: str = "cpu",
-                device: int = 0) -> list[Hit]:
-    """Align each ``(query, target index, strand number, score)`` job; the hits in job order.
+STREAM_PAIRS = 1024
+"""Short hits aligned per batched call while streaming: whole queries are taken until a block
+holds at least this many (one GPU launch aligns a block while the previous block is written)."""
 
-    Every alignment must score what the score pass found (RuntimeError otherwise).
+
+def _aligned_by_query(jobs, queries, oriented, n_strands, targets, scheme, signs, backend: str = "cpu",
+                      device: int = 0) -> Iterator[tuple[int, list[Hit]]]:
+    """Align each ``(query, target index, strand number, score)`` job (grouped by query, ranked);
+    yield ``(query, its hits)`` for every query in order, as soon as its alignments are done.
+
+    Long hits (:data:`BATCH_CELLS`) are all handed to the CPU threads at once, largest first;
+    the short ones go to :func:`gpualign_plugin.batch.api.align_batch` in blocks of whole queries
+    (:data:`STREAM_PAIRS`), the next block aligned on a helper thread while the caller consumes
+    this one. Every alignment must score what the score pass found (RuntimeError otherwise).
     """
     from gpualign_plugin.batch import api as batch
     from gpualign_plugin.pairwise.api import alignment_of
 
-    short = [k for k, (q, index, _, _) in enumerate(jobs)
-             if len(queries[q]) * len(targets[index]) <= BATCH_CELLS]
-    long = sorted(set(range(len(jobs))) - set(short),
+    first = np.searchsorted([q for q, _, _, _ in jobs], np.arange(len(queries) + 1)).tolist()
+    is_short = [len(queries[q]) * len(targets[index]) <= BATCH_CELLS for q, index, _, _ in jobs]
+    long = sorted((k for k in range(len(jobs)) if not is_short[k]),
                   key=lambda k: -len(queries[jobs[k][0]]) * len(targets[jobs[k][1]]))
-    alignments: list = [None] * len(jobs)
+    blocks, start, pairs = [], 0, 0
+    for q in range(len(queries)):
+        pairs += sum(is_short[first[q]:first[q + 1]])
+        if pairs >= STREAM_PAIRS or q == len(queries) - 1:
+            blocks.append((start, q + 1))
+            start, pairs = q + 1, 0
 
     def align(k):
         q, index, strand, _ = jobs[k]
         return align_sequences(queries[q], targets[index], scheme, "local", strand=signs[strand])
 
-    # The pairwise kernels release the GIL: long hits align on the CPU threads meanwhile.
-    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool:
-        pending = pool.map(align, long)
+    def align_block(block):
+        shorts = [k for k in range(first[block[0]], first[block[1]]) if is_short[k]]
         pairs = [(oriented[jobs[k][0] * n_strands + jobs[k][2]], targets[jobs[k][1]].codes)
-                 for k in short]
-        for k, result in zip(short, batch.align_batch(pairs, scheme, "local", backend, device)):
-            q, index, strand, _ = jobs[k]
-            alignments[k] = alignment_of(queries[q], targets[index], result, "local", signs[strand])
-        for k, alignment in zip(long, pending):
-            alignments[k] = alignment
-    hits = []
-    for (q, index, strand, score), alignment in zip(jobs, alignments):
-        if alignment is None or alignment.score != score:
-            raise RuntimeError(f"score pass and pairwise engine disagree on {queries[q].id} vs "
-                               f"{targets[index].id} ({signs[strand]}): {score} vs "
-                               f"{alignment.score if alignment else 0}")
-        hits.append(Hit(q, index, alignment))
-    return hits
+                 for k in shorts]
+        return dict(zip(shorts, batch.align_batch(pairs, scheme, "local", backend, device)))
+
+    # The pairwise kernels release the GIL: long hits align on the CPU threads meanwhile.
+    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool, \
+            ThreadPoolExecutor(max_workers=1) as batcher:
+        try:
+            pending = {k: pool.submit(align, k) for k in long}
+            next_block = batcher.submit(align_block, blocks[0]) if blocks else None
+            for b, (q_start, q_stop) in enumerate(blocks):
+                aligned = next_block.result()
+                if b + 1 < len(blocks):
+                    next_block = batcher.submit(align_block, blocks[b + 1])
+                for q in range(q_start, q_stop):
+                    hits = []
+                    for k in range(first[q], first[q + 1]):
+                        _, index, strand, score = jobs[k]
+                        if is_short[k]:
+                            alignment = alignment_of(queries[q], targets[index], aligned[k], "local",
+                                                     signs[strand])
+                        else:
+                            alignment = pending.pop(k).result()
+                        if alignment is None or alignment.score != score:
+                            raise RuntimeError(
+                                f"score pass and pairwise engine disagree on {queries[q].id} vs "
+                                f"{targets[index].id} ({signs[strand]}): {score} vs "
+                                f"{alignment.score if alignment else 0}")
+                        hits.append(Hit(q, index, alignment))
+                    yield q, hits
+        finally:  # stopped early (an error while writing): no more work queued
+            pool.shutdown(wait=False, cancel_futures=True)
+            batcher.shutdown(wait=False, cancel_futures=True)
 
 
 def merge_results(parts: list[SearchResult]) -> SearchResult:
@@ -379,28 +449,43 @@ def merge_results(parts: list[SearchResult]) -> SearchResult:
                         targets={i: s for i, s in targets.items() if i in reported})
 
 
-def finish(result: SearchResult, scheme: ScoringScheme) -> SearchResult:
-    """Set Karlin-Altschul parameters, bit scores and E-values, and primary/MAPQ flags.
-
-    Parameters come from :func:`~gpualign_plugin.statistics.parameters_for` (NCBI's
-    tables when the scheme is tabulated, else a maximum-likelihood fit to
-    ``result.histogram``); E-values as BLAST computes them for a database of
-    ``result.database_residues`` residues in ``result.database_sequences`` records
-    (length adjustment, or Spouge's finite-size correction for gapped protein
-    tables, which needs each hit's target length). The first hit of each query is
-    primary with MAPQ from :func:`~gpualign_plugin.statistics.primary_mapq`
-    (best against second-best score); the others are secondary with MAPQ 0.
-    """
+def statistics_of(result: SearchResult, scheme: ScoringScheme):
+    """The Karlin-Altschul parameters of a search: NCBI's tables when the scheme is tabulated,
+    else a maximum-likelihood fit to ``result.histogram``
+    (:func:`~gpualign_plugin.statistics.parameters_for`)."""
     if published_parameters(scheme) is None and result.histogram is None:
         raise InputError("the scoring scheme has no published Karlin-Altschul parameters and the "
                          "search kept no score histogram to estimate them")
-    parameters = parameters_for(scheme, result.histogram)
+    return parameters_for(scheme, result.histogram)
+
+
+def finish(result: SearchResult, scheme: ScoringScheme) -> SearchResult:
+    """Set Karlin-Altschul parameters, bit scores and E-values, and primary/MAPQ flags.
+
+    Parameters come from :func:`statistics_of`; each hit's figures from
+    :func:`finish_hits`.
+    """
+    parameters = statistics_of(result, scheme)
+    return dataclasses.replace(result, hits=finish_hits(result, result.hits, parameters),
+                               parameters=parameters)
+
+
+def finish_hits(result: SearchResult, hits: list[Hit], parameters) -> list[Hit]:
+    """``hits`` (grouped by query and ranked, e.g. one query's) with bit scores, E-values and flags.
+
+    E-values as BLAST computes them for a database of ``result.database_residues``
+    residues in ``result.database_sequences`` records (length adjustment, or Spouge's
+    finite-size correction for gapped protein tables, which needs each hit's target
+    length), for ``parameters`` (:func:`statistics_of`). The first hit of each query is
+    primary with MAPQ from :func:`~gpualign_plugin.statistics.primary_mapq` (best against
+    second-best score); the others are secondary with MAPQ 0.
+    """
     lengths = dict(enumerate(length for _, length in result.queries))
     finished = []
-    for k, hit in enumerate(result.hits):
-        first = k == 0 or result.hits[k - 1].query_index != hit.query_index
+    for k, hit in enumerate(hits):
+        first = k == 0 or hits[k - 1].query_index != hit.query_index
         if first:
-            following = result.hits[k + 1] if k + 1 < len(result.hits) else None
+            following = hits[k + 1] if k + 1 < len(hits) else None
             second = following.alignment.score if following is not None and \
                 following.query_index == hit.query_index else None
             mapq = primary_mapq(hit.alignment.score, second)
@@ -412,4 +497,4 @@ def finish(result: SearchResult, scheme: ScoringScheme) -> SearchResult:
                             parameters.evalue(alignment.score, lengths[hit.query_index],
                                               result.database_residues, result.database_sequences,
                                               alignment.target_length)))
-    return dataclasses.replace(result, hits=finished, parameters=parameters)
+    return finished
