@@ -345,7 +345,8 @@ def placement_workload(count: int, length: int, seed: int):
     """Contigs and reference of the placement row: a random genome of ``length`` bp, a strain of
     it simulated with every large event (:mod:`gpualign_plugin.compare.simulate` defaults, each
     event at most 1/16 of the genome), cut into ``count`` contigs of equal length, each
-    reverse-complemented with probability 1/2."""
+    reverse-complemented with probability 1/2, and ``max(1, count // 32)`` unrelated random
+    contigs of the same length (to be reported unmapped)."""
     from gpualign_plugin.compare.simulate import SimulationParameters, simulate_genome
     from gpualign_plugin.scoring import reverse_complement_text
 
@@ -363,6 +364,8 @@ def placement_workload(count: int, length: int, seed: int):
         if rng.random() < 0.5:
             piece = reverse_complement_text(piece)
         contigs.append(scheme.encode(f"contig{k}", piece))
+    for k in range(max(1, count // 32)):
+        contigs.append(scheme.encode(f"unrelated{k}", "".join(rng.choice(list("ACGT"), size))))
     return contigs, [scheme.encode("genome", genome)], scheme
 
 
@@ -394,7 +397,7 @@ def _placement_rows(args) -> list[Row]:
                  sum(a.is_supplementary for a in result), sum(not a.is_primary for a in result)]
         rows.append(Row("placement", backend, device, args.placement, seconds, sum(cells),
                         _gpu_memory(backend), f"{kinds[0]} primary, {kinds[1]} supplementary, "
-                        f"{kinds[2]} secondary of {count} contigs"))
+                        f"{kinds[2]} secondary of {len(contigs)} contigs"))
     _agreement(rows, results)
     return rows
 

@@ -268,6 +268,185 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
         return sweep.end_cell(best, last)
 
 
+
+SCORE_ROWS = (16, 8, 4, 2)
+"""Rows per lane :class:`PairScorer` chooses from (``striped_score_pairs<R>`` instances)."""
+STEP_OVERHEAD_ROWS = 4
+"""The time model of :meth:`PairScorer.rows_per_lane`: one wavefront step of a lane costs about
+``R + STEP_OVERHEAD_ROWS`` cell updates (the shuffles and the hand-over are paid per step)."""
+
+
+class PairScorer:
+    """Local scores of many (query segment, target slice) pairs on one device, one launch for all.
+
+    One contig against a genome keeps only ``m / (32 R)`` warps of the striped sweep
+    busy; placing many contigs pair by pair leaves the device mostly idle. Here the
+    strips of all pairs of a call share one ticket (``striped_score_pairs`` in
+    striped.cu), so a call fills the device whenever the pairs have enough strips in
+    all. The targets are uploaded once; each call uploads its query segments
+    (each distinct array once, however many pairs use it). Results are those of
+    :func:`score_pair` in local mode, pair by pair: the same score and end cell.
+
+    Memory: the targets, and per call ``16`` bytes per column of every pair (the
+    hand-over rows of its strips), its flags and best cells and the padded query
+    segments; the pairs of a call are launched in groups that fit ``memory_budget``
+    (default :data:`DEFAULT_MEMORY_FRACTION` of the free memory when the scorer is made).
+    """
+
+    def __init__(self, targets: list, scheme: ScoringScheme, device: int = 0,
+                 memory_budget: int | None = None):
+        import cupy
+
+        if not accepts(scheme):
+            raise InputError("the GPU engine needs substitution scores between -128 and 127 "
+                             f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
+        self.cupy, self.scheme, self.device = cupy, scheme, device
+        self.alpha = scheme.alphabet.size
+        codes = [np.ascontiguousarray(t, dtype=np.uint8) for t in targets]
+        self.target_at = np.concatenate(([0], np.cumsum([len(t) for t in codes], dtype=np.int64)))
+        with cupy.cuda.Device(device):
+            self.d_targets = cupy.asarray(np.concatenate(codes) if codes else np.zeros(1, np.uint8))
+            self.d_sub = cupy.asarray(np.ascontiguousarray(scheme.matrix, dtype=np.int32))
+            self.budget = (memory_budget if memory_budget is not None
+                           else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION))
+        self.multiprocessors = probe(device).multiprocessors
+        self._warps = None
+        self.launches = 0
+        self.swept_cells = 0  # real rows x columns of every pair scored
+        self.seconds = 0.0
+
+    def kernel(self, rows: int):
+        """``(name, kernel)`` of ``striped_score_pairs<rows>``."""
+        name = f"striped_score_pairs<{rows}>"
+        return name, kernels.get_kernel(self.device, _SOURCE, name)
+
+    def shared_bytes(self, rows: int) -> int:
+        """Dynamic shared memory of a block: each warp's query profile and rings."""
+        return WARPS_PER_BLOCK * (self.alpha * 32 * rows + RING_BYTES)
+
+    @property
+    def warps(self) -> int:
+        """Warps resident at once (the persistent grid), measured on the ``R = 16`` kernel."""
+        if self._warps is None:
+            _name, kernel = self.kernel(16)
+            self._warps = WARPS_PER_BLOCK * kernels.resident_blocks(
+                kernel, 32 * WARPS_PER_BLOCK, self.shared_bytes(16), self.device)
+        return self._warps
+
+    def rows_per_lane(self, heights: np.ndarray, widths: np.ndarray) -> int:
+        """``R`` of a call: the least estimated time, the larger of the device's busy time
+        (all strips' steps over the resident warps) and the slowest pair's last strip
+        (``width + 64 strips`` steps); a step costs ``R + STEP_OVERHEAD_ROWS``."""
+        costs = []
+        for rows in SCORE_ROWS:
+            strips = -(-heights // (32 * rows))
+            per_step = rows + STEP_OVERHEAD_ROWS
+            busy = float((strips * (widths + 64)).sum()) * per_step / self.warps
+            longest = float((widths + 64 * strips).max()) * per_step
+            costs.append((max(busy, longest), -rows))
+        return -min(costs)[1]
+
+    def score(self, pairs: list, rows: int | None = None) -> list[PairScore]:
+        """:func:`score_pair` (local) of every pair.
+
+        Parameters
+        ----------
+        pairs : list of (numpy.ndarray, int, int, int)
+            ``(query codes, target index, t0, t1)``: the (oriented) query segment
+            against columns ``[t0, t1)`` of that target; both non-empty. Pass the
+            same array object for pairs that share a segment: it is uploaded once.
+        rows : int, optional
+            Force the rows per lane (one of :data:`SCORE_ROWS`; tests); default
+            :meth:`rows_per_lane`.
+
+        Returns
+        -------
+        list of PairScore
+            Per pair, the end cell in the pair's own coordinates (row of the
+            segment, column counted from ``t0``); ``(0, 0, 0)`` when no cell is positive.
+        """
+        if not pairs:
+            return []
+        cp = self.cupy
+        heights = np.array([len(q) for q, _, _, _ in pairs], dtype=np.int64)
+        widths = np.array([t1 - t0 for _, _, t0, t1 in pairs], dtype=np.int64)
+        if heights.min() <= 0 or widths.min() <= 0:
+            raise ValueError("every pair needs at least one row and one column")
+        self.scheme.check_score_range(int(heights.max()), int(widths.max()))
+        rows = rows or self.rows_per_lane(heights, widths)
+        strip = 32 * rows
+        strips = -(-heights // strip)
+        need = 16 * widths + 8 * -(-widths // 32) + 12 * strips + strips * strip + 64
+        results: list = [None] * len(pairs)
+        started = time.perf_counter()
+        with cp.cuda.Device(self.device):
+            group: list[int] = []
+            used = 0
+            for p in range(len(pairs)):
+                if group and used + need[p] > self.budget:
+                    self._launch(pairs, group, rows, strips, results)
+                    group, used = [], 0
+                group.append(p)
+                used += int(need[p])
+            self._launch(pairs, group, rows, strips, results)
+        self.seconds += time.perf_counter() - started
+        self.swept_cells += int((heights * widths).sum())
+        return results
+
+    def _launch(self, pairs: list, group: list[int], rows: int, strips: np.ndarray, results: list) -> None:
+        """One launch of ``striped_score_pairs<rows>`` over the pairs ``group``; fills ``results``."""
+        cp = self.cupy
+        strip = 32 * rows
+        segments: dict = {}  # id of a query array -> its offset in the padded query buffer
+        query_at, pieces, size = [], [], 0
+        for p in group:
+            codes = pairs[p][0]
+            if id(codes) not in segments:
+                segments[id(codes)] = size
+                pieces.append((size, codes))
+                size += int(strips[p]) * strip
+            query_at.append(segments[id(codes)])
+        buffer = np.zeros(size, dtype=np.uint8)
+        for at, codes in pieces:
+            buffer[at:at + len(codes)] = codes
+        heights = np.array([len(pairs[p][0]) for p in group], dtype=np.int32)
+        widths = np.array([pairs[p][3] - pairs[p][2] for p in group], dtype=np.int64)
+        target_at = np.array([self.target_at[pairs[p][1]] + pairs[p][2] for p in group], dtype=np.int64)
+        counts = strips[group]
+        first_strip = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        slot_at = np.concatenate(([0], np.cumsum(2 * widths)[:-1])).astype(np.int64)
+        batches = -(-widths // 32)
+        flag_at = np.concatenate(([0], np.cumsum(2 * batches)[:-1])).astype(np.int64)
+        total = int(first_strip[-1])
+        longest = int(widths.max())
+        tallest = int(counts.max()) * strip
+        top_h = cp.zeros(longest + 1, dtype=cp.int32)
+        top_f = cp.full(longest + 1, NEG_INF, dtype=cp.int32)
+        left_h = cp.zeros(tallest, dtype=cp.int32)
+        left_e = cp.full(tallest, NEG_INF, dtype=cp.int32)
+        slots = cp.empty(2 * int(2 * widths.sum()), dtype=cp.int32)
+        flags = cp.full(int(2 * batches.sum()), -1, dtype=cp.int32)
+        ticket = cp.zeros(1, dtype=cp.int32)
+        best = cp.empty(3 * total, dtype=cp.int32)
+        name, kernel = self.kernel(rows)
+        grid = max(1, min(-(-total // WARPS_PER_BLOCK), self.warps // WARPS_PER_BLOCK))
+        i32 = np.int32
+        args = (cp.asarray(buffer), cp.asarray(np.array(query_at, dtype=np.int64)), cp.asarray(heights),
+                self.d_targets, cp.asarray(target_at), cp.asarray(widths.astype(np.int32)),
+                self.d_sub, i32(self.alpha), i32(self.scheme.gap_open + self.scheme.gap_extend),
+                i32(self.scheme.gap_extend), top_h, top_f, left_h, left_e, slots, cp.asarray(slot_at),
+                flags, cp.asarray(flag_at), cp.asarray(first_strip), i32(len(group)), ticket, best)
+        kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, self.shared_bytes(rows),
+                       f"{len(group)} pairs, {total} strips of {strip} rows, widest {longest}")
+        self.launches += 1
+        cells = best.get().reshape(-1, 3).astype(np.int64)
+        owner = np.repeat(np.arange(len(group)), counts)
+        # Per pair, the end-cell rule of _Sweep.end_cell: score descending, row, then column ascending.
+        order = np.lexsort((cells[:, 2], cells[:, 1], -cells[:, 0], owner))
+        for k, p in enumerate(group):
+            score, i, j = (int(x) for x in cells[order[first_strip[k]]])
+            results[p] = PairScore(score, i, j) if score > 0 else PairScore(0, 0, 0)
+
 ALLOC_UNIT = 512
 """CuPy's memory pool rounds every allocation up to a multiple of this many bytes."""
 DEFAULT_MEMORY_FRACTION = 0.8

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import heapq
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 from typing import Sequence as Ordered
@@ -20,7 +21,7 @@ from typing import Sequence as Ordered
 import numpy as np
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.model import Alignment, Cigar, PairScore
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.statistics import KarlinAltschul, parameters_for, primary_mapq
 
@@ -107,7 +108,7 @@ DEFAULT_EVALUE = 1e-5
 """Default E-value cutoff of :func:`place_local` (stricter than BLAST's search default of 10)."""
 
 SESSION_CANDIDATES = 2
-"""On the GPU, when a query has at most this many (target, strand) candidates (a chromosome
+"""On the GPU, when one query has at most this many (target, strand) candidates (a chromosome
 pair on both strands), each candidate's score pass keeps its checkpoints
 (:class:`~gpualign_plugin.pairwise.gpu.LongPairSession`), so aligning the best runs only the
 traceback instead of a second score pass. With more candidates the checkpoints would cost more
@@ -205,32 +206,138 @@ class _Slice:
     t1: int
 
 
-GPU_STREAMS = 16
-"""Queries placed at once on the GPU, each on its own CUDA stream: one pair's striped sweep keeps
-only about ``min(m, n) / 64`` warps busy, so contig-sized pairs leave most of the device idle
-(docs/GPU.md, "Local placement": on an H100, 16 streams 1.6x faster than 8, 8 3.6x faster
-than one)."""
+GPU_STREAMS = 64
+"""Most alignments run at once on the GPU, each on its own CUDA stream from its own host thread:
+one alignment of a contig-sized window keeps only a few warps busy (docs/GPU.md, "Local
+placement", has the measurements)."""
+
+SLICE_SPAN_RATIO = 8
+"""On the GPU, a target slice scored for a segment is at least this many times the longest
+span of a significant alignment of the segment (so the slices' overlap costs at most 1/8)."""
+
+SLICE_MIN_COLUMNS = 16384
+"""On the GPU, no target slice is cut shorter than this (a strip over it takes milliseconds;
+more slices would only add host work)."""
+
+SLICE_WAVES = 4
+"""On the GPU, target slices are cut short enough that a round's score passes give about this
+many waves of 512-row strips over the resident warps (so the last, partly idle wave is short)."""
+
+
+def significance_floor(significant: Callable[[int], bool], most: int) -> int:
+    """The smallest score in ``1..most`` that ``significant`` accepts, or ``most + 1`` if none.
+
+    Every score below it is not significant, whatever ``significant`` does above it.
+    """
+    for score in range(1, most + 1):
+        if significant(score):
+            return score
+    return most + 1
+
+
+def span_bound(rows: int, floor: int, scheme: ScoringScheme) -> int | None:
+    """Most target columns a local alignment of a ``rows``-row query segment scoring at least
+    ``floor`` can span: ``0`` when no alignment can reach ``floor``, ``None`` when unbounded.
+
+    With ``P`` aligned pairs (``P <= rows``) and ``D`` deleted target residues, the score is at
+    most ``best P - extend D`` (``best`` the largest substitution score), so ``D <= (best rows -
+    floor) / extend`` and the span ``P + D`` is at most ``rows + D``.
+    """
+    best = int(scheme.matrix.max())
+    if best * rows < floor:
+        return 0
+    if scheme.gap_extend <= 0:
+        return None
+    return rows + (best * rows - floor) // scheme.gap_extend
+
+
+def window_start(end: PairScore, scheme: ScoringScheme) -> int:
+    """First column (0-based) of the window that holds every optimal local path to ``end``'s cell.
+
+    ``end`` is the end cell and score of a local score pass (:class:`PairScore`). Every
+    optimal path to it has score ``S = end.score``, at most ``P <= i_end`` pairs and so at
+    most ``D = (best i_end - S) / extend`` deletions; it starts at column ``>= j_end -
+    i_end - D + 1``. Aligning rows ``1..i_end`` against columns ``window_start + 1 ..
+    j_end`` gives the same alignment as the whole slice (docs/ALGORITHMS.md, "Local
+    placement", alignment window).
+    """
+    if scheme.gap_extend <= 0:
+        return 0
+    deletions = (int(scheme.matrix.max()) * end.query_end - end.score) // scheme.gap_extend
+    return max(0, end.target_end - end.query_end - deletions)
+
+
+def _window(where: _Slice, end: PairScore, scheme: ScoringScheme) -> _Slice:
+    """The slice of :func:`window_start`: oriented rows ``[0, i_end)`` of ``where``, columns up to ``j_end``."""
+    t0 = where.t0 + window_start(end, scheme)
+    t1 = where.t0 + end.target_end
+    if where.strand == "-":
+        return _Slice(where.q1 - end.query_end, where.q1, "-", where.t_index, t0, t1)
+    return _Slice(where.q0, where.q0 + end.query_end, "+", where.t_index, t0, t1)
+
+
+def _cover(t0: int, t1: int, span: int | None, length: int) -> list[tuple[int, int]]:
+    """Slices of ``[t0, t1)`` of about ``length`` columns overlapping by ``span``: every
+    interval of at most ``span`` columns lies inside one of them."""
+    width = t1 - t0
+    if span is None or width <= length:
+        return [(t0, t1)]
+    count = -(-(width - span) // (length - span))
+    step = -(-(width - span) // count)
+    return [(t0 + k * step, min(t1, t0 + k * step + step + span)) for k in range(count)]
+
+
+def score_above_floor(scorer, requests: list, scheme: ScoringScheme) -> list[PairScore]:
+    """Local scores of ``requests``, exact wherever they reach their floor, by ``scorer`` in one call.
+
+    ``requests`` are ``(codes, t_index, t0, t1, floor)``; ``scorer`` has ``score(pairs)``
+    and ``warps`` (:class:`~gpualign_plugin.pairwise.gpu.PairScorer`). A segment that no
+    alignment scoring ``floor`` fits (:func:`span_bound` is 0) is not scored; a long
+    target range is cut into slices (:func:`_cover`) that overlap by the span bound, so
+    an alignment scoring at least ``floor`` lies whole in some slice, and keeps its score
+    there. The result is the best slice's score and end cell (score descending, row,
+    column ascending, columns counted from ``t0``): the whole range's own when its score
+    is at least ``floor``; below ``floor`` only a lower bound (``(0, 0, 0)`` if not scored).
+    """
+    spans = [span_bound(len(codes), floor, scheme) for codes, _, _, _, floor in requests]
+    work = sum(len(r[0]) * (r[3] - r[2]) for r, span in zip(requests, spans) if span != 0)
+    ideal = -(-work // (scorer.warps * 512 * SLICE_WAVES)) if work else 1
+    pairs, owners = [], []
+    for k, ((codes, t_index, t0, t1, _floor), span) in enumerate(zip(requests, spans)):
+        if span == 0:
+            continue
+        length = max(SLICE_SPAN_RATIO * span, ideal, SLICE_MIN_COLUMNS) if span is not None else 0
+        for s0, s1 in _cover(t0, t1, span, length):
+            pairs.append((codes, t_index, s0, s1))
+            owners.append((k, s0 - t0))
+    results = [PairScore(0, 0, 0)] * len(requests)
+    for (k, shift), found in zip(owners, scorer.score(pairs)):
+        if found.score <= 0:
+            continue
+        found = PairScore(found.score, found.query_end, found.target_end + shift)
+        old = results[k]
+        if (-found.score, found.query_end, found.target_end) < (-old.score, old.query_end, old.target_end):
+            results[k] = found
+    return results
 
 
 class _Engine:
-    """Score-only and full local alignment of query segments on the resolved backend.
+    """Score passes and alignments of one query at a time on the resolved backend.
 
     ``gpu_memory`` (GPU only) bounds each alignment's memory (see
-    :func:`gpualign_plugin.pairwise.gpu.align_pair`); with ``shared`` several engines align
-    at once, so none limits CuPy's process-wide pool and each keeps to its ``gpu_memory``.
-    On the CPU, ``on_progress`` (if given) is called with DP cells as they are computed: each
-    score pass, and the end-cell pass and traceback bands of each alignment.
+    :func:`gpualign_plugin.pairwise.gpu.align_pair`). On the CPU, ``on_progress`` (if
+    given) is called with DP cells as they are computed: each score pass, and the
+    end-cell pass and traceback bands of each alignment.
     """
 
     def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None,
                  gpu_memory: int | None = None, gpu_profile: dict | None = None,
-                 shared: bool = False, on_progress: Callable[[int], None] | None = None):
+                 on_progress: Callable[[int], None] | None = None):
         from gpualign_plugin.pairwise import cpu
 
         self.on_progress = on_progress
         self.scheme = scheme
         self.gpu_memory, self.gpu_profile = gpu_memory, gpu_profile
-        self.shared = shared
         self.session = None  # a LongPairSession of the GPU engine, when place_local opens one
         self.device = device
         self.threads = threads
@@ -244,35 +351,38 @@ class _Engine:
 
     def codes(self, query: Sequence, where: _Slice) -> np.ndarray:
         """Codes of the query segment ``where`` names, oriented: reverse-complemented on ``'-'``."""
-        piece = query.codes[where.q0:where.q1]
-        return reverse_complement_codes(piece) if where.strand == "-" else piece
+        return _oriented(query, where)
 
-    def score(self, query: Sequence, targets: list[Sequence], where: _Slice) -> int:
-        """Optimal local score (the scheme's units) of the segment ``where``; adds its cells to ``cells``."""
+    def score(self, query: Sequence, targets: list[Sequence], where: _Slice) -> PairScore:
+        """Optimal local score and end cell of the segment ``where``; adds its cells to ``cells``."""
         q = self.codes(query, where)
         t = targets[where.t_index].codes[where.t0:where.t1]
         self.cells += len(q) * len(t)
         if self.session is not None:
-            return self.session.score(where, q, t).score
+            return self.session.score(where, q, t)
         if self.gpu is not None:
-            return self.gpu.score_pair(q, t, self.scheme, "local", self.device).score
-        score = self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads).score
+            return self.gpu.score_pair(q, t, self.scheme, "local", self.device)
+        found = self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads)
         if self.on_progress is not None:
             self.on_progress(len(q) * len(t))
-        return score
+        return found
 
-    def align(self, query: Sequence, targets: list[Sequence], where: _Slice, zdrop: float):
-        """The Z-drop-cut optimal local alignment in ``where`` as an :class:`Alignment` (or None)."""
-        q = self.codes(query, where)
+    def align(self, query: Sequence, targets: list[Sequence], where: _Slice, end: PairScore,
+              zdrop: float):
+        """The Z-drop-cut optimal local alignment in ``where`` (its score pass gave ``end``) as an
+        :class:`Alignment`, or None; aligned in the window of :func:`window_start` unless the
+        session kept ``where``'s own score pass."""
         target = targets[where.t_index]
+        if self.session is None or where not in self.session.kept:
+            where = _window(where, end, self.scheme)
+        q = self.codes(query, where)
         t = target.codes[where.t0:where.t1]
         if self.session is not None:
             pair = self.session.align(where, q, t)
         elif self.gpu is not None:
             profile = {} if self.gpu_profile is not None else None
             pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device,
-                                       memory_budget=self.gpu_memory, profile=profile,
-                                       limit_pool=not self.shared)
+                                       memory_budget=self.gpu_memory, profile=profile)
             if profile:
                 self.gpu.add_profile(self.gpu_profile, profile)
         else:
@@ -281,6 +391,12 @@ class _Engine:
         if pair.score <= 0:
             return None
         return cut_alignment(pair, q, t, self.scheme, zdrop, query, target, where)
+
+
+def _oriented(query: Sequence, where: _Slice) -> np.ndarray:
+    """Codes of the query segment of ``where``, reverse-complemented on ``'-'``."""
+    piece = query.codes[where.q0:where.q1]
+    return reverse_complement_codes(piece) if where.strand == "-" else piece
 
 
 def cut_alignment(pair, q: np.ndarray, t: np.ndarray, scheme: ScoringScheme, zdrop: float,
@@ -391,129 +507,263 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target), (query.id, target.id))
-    if engine.gpu is not None and len(queries) > 1:
-        return _place_on_streams(queries, targets, strand_list, engine, parameters, database, evalue,
-                                 zdrop, max(1, min_score), on_cells)
+    min_score = max(1, min_score)
+    best = max(1, int(scheme.matrix.max()))
+
+    # Spouge's correction uses the subject's length; otherwise one length stands for all.
+    lengths = sorted({len(t) for t in targets}) if parameters.spouge is not None else [None]
+
+    def steps(query: Sequence):
+        def significant(score: int, t_index: int) -> bool:
+            return score >= min_score and \
+                parameters.evalue(score, len(query), *database, len(targets[t_index])) <= evalue
+
+        def significant_on(length):
+            return lambda score: score >= min_score and \
+                parameters.evalue(score, len(query), *database, length) <= evalue
+
+        # Below the lowest floor of any target, no score is significant anywhere.
+        floor = min(significance_floor(significant_on(n), best * len(query)) for n in lengths)
+        return floor, _place_query(query, targets, strand_list, significant, floor, parameters,
+                                   database)
+
+    candidates = len(targets) * len(strand_list)
+    if engine.gpu is not None and (len(queries) > 1 or candidates > SESSION_CANDIDATES):
+        return _place_on_gpu(queries, targets, [steps(q) for q in queries], engine, zdrop, on_cells)
     session = contextlib.nullcontext()
-    if engine.gpu is not None and len(targets) * len(strand_list) <= SESSION_CANDIDATES:
+    if engine.gpu is not None:
         session = engine.session = engine.gpu.long_pair_session(scheme, "local", device, gpu_memory,
                                                                 SESSION_CANDIDATES, gpu_profile)
     placed: list[Alignment] = []
     with session:
         for query in queries:
             before = engine.cells
-            placed.extend(_place_query(query, targets, strand_list, engine, parameters, database,
-                                       evalue, zdrop, max(1, min_score)))
+            placed.extend(_run_one(query, targets, steps(query)[1], engine, zdrop))
             if on_cells is not None:
                 on_cells(engine.cells - before)
     return placed
 
 
-def _place_on_streams(queries, targets, strand_list, engine: _Engine, parameters, database, evalue,
-                      zdrop, min_score, on_cells) -> list[Alignment]:
-    """:func:`place_local`'s loop on the GPU for several queries: :data:`GPU_STREAMS` at once,
-    each on its own CUDA stream with its own engine (no :class:`LongPairSession`: its kept
-    passes and pool limit belong to one caller); each alignment planned within an equal share
-    of the memory (or ``--gpu-memory``, if smaller) and the pool left unlimited, since its
-    limit is process-wide; the records in query order, as one query after the other gives
-    them."""
+@dataclasses.dataclass(frozen=True)
+class _Scores:
+    """A step of a query's placement: it needs the local score and end cell of each slice."""
+
+    slices: list
+
+
+@dataclasses.dataclass(frozen=True)
+class _Aligns:
+    """A step of a query's placement: it needs the cut alignment (or None) of each ``(slice, end cell)``."""
+
+    asks: list
+
+
+def _run_one(query: Sequence, targets: list[Sequence], steps, engine: _Engine, zdrop: float):
+    """Drive one query's placement (:func:`_place_query`) with ``engine``, one request at a time."""
+    reply = None
+    while True:
+        try:
+            ask = steps.send(reply)
+        except StopIteration as done:
+            return done.value
+        if isinstance(ask, _Scores):
+            reply = [engine.score(query, targets, where) for where in ask.slices]
+        else:
+            reply = [engine.align(query, targets, where, end, zdrop) for where, end in ask.asks]
+
+
+def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list, engine: _Engine,
+                  zdrop: float, on_cells) -> list[Alignment]:
+    """:func:`place_local` on the GPU: :func:`_place_in_rounds` with a
+    :class:`~gpualign_plugin.pairwise.gpu.PairScorer` for the score passes and
+    :func:`~gpualign_plugin.pairwise.gpu.align_pair` for the alignments, :data:`GPU_STREAMS`
+    at once, each on its own CUDA stream and planned within an equal share of the memory
+    (or ``--gpu-memory``, if smaller) without the process-wide pool limit. ``gpu_profile``
+    gets the alignments' phase sums, the score launches and their seconds, the cells they
+    swept, the rounds and the wall seconds of the rounds' score and alignment phases."""
     import cupy
 
     from gpualign_plugin.runtime.kernels import free_bytes
 
-    with cupy.cuda.Device(engine.device):
-        share = int(free_bytes() * engine.gpu.DEFAULT_MEMORY_FRACTION) // GPU_STREAMS
-    budget = share if engine.gpu_memory is None else min(engine.gpu_memory, share)
+    gpu, scheme, device = engine.gpu, engine.scheme, engine.device
+    scorer = gpu.PairScorer([t.codes for t in targets], scheme, device, engine.gpu_memory)
+    profiles: list[dict] = []
+    budget = [0]
 
-    def one(query: Sequence) -> tuple[list[Alignment], int, dict]:
-        mine = _Engine(engine.scheme, "gpu", engine.device, engine.threads, budget,
-                       {} if engine.gpu_profile is not None else None, shared=True)
-        with cupy.cuda.Device(engine.device), cupy.cuda.Stream(non_blocking=True):
-            found = _place_query(query, targets, strand_list, mine, parameters, database, evalue,
-                                 zdrop, min_score)
-        return found, mine.cells, mine.gpu_profile
+    def share(count: int) -> None:
+        with cupy.cuda.Device(device):
+            equal = int(free_bytes() * gpu.DEFAULT_MEMORY_FRACTION) // min(count, GPU_STREAMS)
+        budget[0] = equal if engine.gpu_memory is None else min(engine.gpu_memory, equal)
 
-    placed: list[Alignment] = []
-    with ThreadPoolExecutor(max_workers=GPU_STREAMS) as pool:
-        for found, cells, profile in pool.map(one, queries):
-            placed.extend(found)
-            for key, value in (profile or {}).items():  # one query's sums into the run's
-                total = engine.gpu_profile.get(key, 0)
-                engine.gpu_profile[key] = max(total, value) if key == "peak_planned_bytes" else total + value
-            if on_cells is not None:
-                on_cells(cells)
+    def align(q: np.ndarray, t: np.ndarray):
+        profile = {} if engine.gpu_profile is not None else None
+        with cupy.cuda.Device(device), cupy.cuda.Stream(non_blocking=True):
+            pair = gpu.align_pair(q, t, scheme, "local", device, memory_budget=budget[0],
+                                  profile=profile, limit_pool=False)
+        if profile:
+            profiles.append(profile)
+        return pair
+
+    timing: dict = {}
+    placed = _place_in_rounds(queries, targets, plans, scheme, scorer, align, zdrop, on_cells,
+                              GPU_STREAMS, before_alignments=share, timing=timing)
+    if engine.gpu_profile is not None:
+        engine.gpu_profile.update(timing)
+        for profile in profiles:
+            gpu.add_profile(engine.gpu_profile, profile)
+        engine.gpu_profile.update(score_launches=scorer.launches, score_s=scorer.seconds,
+                                  swept_cells=scorer.swept_cells)
     return placed
 
 
-def _place_query(query: Sequence, targets: list[Sequence], strand_list, engine: _Engine,
-                 parameters: KarlinAltschul, database: tuple[int, int], cutoff: float,
-                 zdrop: float, min_score: int) -> list[Alignment]:
+def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: list,
+                     scheme: ScoringScheme, scorer, align: Callable, zdrop: float, on_cells,
+                     workers: int, before_alignments: Callable[[int], None] | None = None,
+                     timing: dict | None = None) -> list[Alignment]:
+    """All queries' placements (:func:`_place_query`) advanced together, in rounds.
+
+    Each round gathers every query's pending request: all score passes go to one
+    ``scorer.score`` call through :func:`score_above_floor` (exact at and above each
+    query's significance floor, which is all the placement reads); all alignments run
+    ``workers`` at once, each ``align(q, t)`` (a :class:`PairAlignment` of oriented
+    codes) in the window of :func:`window_start`. ``plans`` are ``(floor, generator)``
+    per query. The records are those of :func:`_run_one`, query after query;
+    ``on_cells`` gets each query's score-pass cells when it is done; ``before_alignments``
+    (if given) is called with a round's number of alignments before they start;
+    ``timing`` (if given) gets ``rounds``, ``rounds_score_s`` and ``rounds_align_s``.
+    """
+    clock = {"rounds": 0, "rounds_score_s": 0.0, "rounds_align_s": 0.0}
+    floors = [floor for floor, _ in plans]
+    runs = [run for _, run in plans]
+    replies: list = [None] * len(queries)
+    results: list = [None] * len(queries)
+    cells = [0] * len(queries)
+    active = list(range(len(queries)))
+
+    def aligned(item) -> Alignment | None:
+        k, where, end = item
+        query, target = queries[k], targets[where.t_index]
+        where = _window(where, end, scheme)
+        q, t = _oriented(query, where), target.codes[where.t0:where.t1]
+        pair = align(q, t)
+        return None if pair.score <= 0 else cut_alignment(pair, q, t, scheme, zdrop, query, target, where)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        while active:
+            asks = {}
+            for k in active:
+                try:
+                    asks[k] = runs[k].send(replies[k])
+                except StopIteration as done:
+                    results[k] = done.value
+                    if on_cells is not None:
+                        on_cells(cells[k])
+            active = [k for k in active if k in asks]
+            segments: dict = {}  # one oriented array per segment, so the scorer uploads it once
+            requests, owners = [], []
+            for k in active:
+                if isinstance(asks[k], _Scores):
+                    for where in asks[k].slices:
+                        key = (k, where.q0, where.q1, where.strand)
+                        if key not in segments:
+                            segments[key] = _oriented(queries[k], where)
+                        requests.append((segments[key], where.t_index, where.t0, where.t1, floors[k]))
+                        owners.append(k)
+                        cells[k] += (where.q1 - where.q0) * (where.t1 - where.t0)
+            started = time.perf_counter()
+            replies = [[] for _ in queries]
+            for k, found in zip(owners, score_above_floor(scorer, requests, scheme) if requests else []):
+                replies[k].append(found)
+            scored = time.perf_counter()
+            alignments = [(k, where, end) for k in active if isinstance(asks[k], _Aligns)
+                          for where, end in asks[k].asks]
+            if alignments and before_alignments is not None:
+                before_alignments(len(alignments))
+            for (k, _, _), piece in zip(alignments, pool.map(aligned, alignments)):
+                replies[k].append(piece)
+            clock["rounds"] += 1 if active else 0
+            clock["rounds_score_s"] += scored - started
+            clock["rounds_align_s"] += time.perf_counter() - scored
+    if timing is not None:
+        timing.update(clock)
+    return [record for found in results for record in found]
+
+
+def _place_query(query: Sequence, targets: list[Sequence], strand_list, significant, floor: int,
+                 parameters: KarlinAltschul, database: tuple[int, int]):
+    """One query's placement (docs/ALGORITHMS.md, "Local placement") as a generator of requests.
+
+    ``significant(score, t_index)`` is the significance test of a score on target
+    ``t_index``; ``floor`` is a score below which nothing is significant on any target.
+    It yields :class:`_Scores` (and is sent one :class:`PairScore` per slice: exact when
+    at least ``floor``, else any score below ``floor``)
+    and :class:`_Aligns` (sent one cut :class:`Alignment` or None per request); it
+    returns the query's records. Requests that do not depend on each other come in one
+    step (the segments left and right of a piece, all second-best passes), so that a
+    driver can run them together.
+    """
     m = len(query)
-
-    def significant(score: int, t_index: int) -> bool:
-        return score >= min_score and \
-            parameters.evalue(score, m, *database, len(targets[t_index])) <= cutoff
-
     heap: list = []
 
-    def add_segment(q0: int, q1: int) -> None:
-        if q1 <= q0:
-            return
-        for t_index, target in enumerate(targets):
-            for strand in strand_list:
-                where = _Slice(q0, q1, strand, t_index, 0, len(target))
-                score = engine.score(query, targets, where)
-                if significant(score, t_index):
-                    # Unresolved (score only) before resolved among equal scores: a bound
-                    # must be resolved before an equal exact score can be taken as the best.
-                    heapq.heappush(heap, (-score, 0, t_index, strand == "-", q0, q1, where, None))
+    def segment(q0: int, q1: int) -> list[_Slice]:
+        return [_Slice(q0, q1, strand, t_index, 0, len(target))
+                for t_index, target in enumerate(targets) for strand in strand_list]
 
-    add_segment(0, m)
+    def push(slices: list[_Slice], ends: list[PairScore]) -> None:
+        for where, end in zip(slices, ends):
+            if significant(end.score, where.t_index):
+                # Unresolved (score only) before resolved among equal scores: a bound
+                # must be resolved before an equal exact score can be taken as the best.
+                heapq.heappush(heap, (-end.score, 0, where.t_index, where.strand == "-", where.q0,
+                                      where.q1, where, end))
+
+    slices = segment(0, m) if m else []
+    if slices:
+        push(slices, (yield _Scores(slices)))
     free = {(0, m)}
     pieces: list[Alignment] = []
     while heap:
-        _, resolved, t_index, minus, q0, _, where, piece = heapq.heappop(heap)
+        _, resolved, t_index, minus, q0, _, where, found = heapq.heappop(heap)
         if (where.q0, where.q1) not in free:
             continue
         if not resolved:
-            piece = engine.align(query, targets, where, zdrop)
+            (piece,) = yield _Aligns([(where, found)])
             if piece is not None and significant(piece.score, t_index):
                 heapq.heappush(heap, (-piece.score, 1, t_index, minus, q0, where.q1, where, piece))
             continue
-        pieces.append(piece)
+        pieces.append(found)
         free.discard((where.q0, where.q1))
-        for start, end in ((where.q0, piece.query_start), (piece.query_end, where.q1)):
+        slices = []
+        for start, end in ((where.q0, found.query_start), (found.query_end, where.q1)):
             if end > start:
                 free.add((start, end))
-                add_segment(start, end)
-    return _finish(query, targets, pieces, strand_list, engine, significant, parameters, database,
-                   zdrop)
+                slices.extend(segment(start, end))
+        if slices:
+            push(slices, (yield _Scores(slices)))
+    return (yield from _finish(query, targets, pieces, strand_list, significant, floor, parameters,
+                               database))
 
 
-def _second_best(query: Sequence, targets: list[Sequence], piece: Alignment, strand_list,
-                 engine: _Engine) -> tuple[int, _Slice | None]:
-    """Best score of the piece's query interval anywhere but its own target interval, and where."""
-    best = (0, None)
+def _second_best_slices(targets: list[Sequence], piece: Alignment, strand_list) -> list[_Slice]:
+    """Where a piece's second-best placement is sought: its query interval against every target
+    and strand, its own target interval left out (the parts left and right of it instead)."""
+    slices = []
     for t_index, target in enumerate(targets):
         for strand in strand_list:
             if (target.id, strand) == (piece.target_id, piece.strand):
                 spans = [(0, piece.target_start), (piece.target_end, len(target))]
             else:
                 spans = [(0, len(target))]
-            for t0, t1 in spans:
-                if t1 <= t0:
-                    continue
-                where = _Slice(piece.query_start, piece.query_end, strand, t_index, t0, t1)
-                score = engine.score(query, targets, where)
-                if score > best[0]:
-                    best = (score, where)
-    return best
+            slices.extend(_Slice(piece.query_start, piece.query_end, strand, t_index, t0, t1)
+                          for t0, t1 in spans if t1 > t0)
+    return slices
 
 
 def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], strand_list,
-            engine: _Engine, significant: Callable[[int, int], bool], parameters: KarlinAltschul,
-            database: tuple[int, int], zdrop: float) -> list[Alignment]:
-    """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries.
+            significant: Callable[[int, int], bool], floor: int, parameters: KarlinAltschul,
+            database: tuple[int, int]):
+    """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries
+    (requests as :func:`_place_query`'s).
 
     ``significant(score, t_index)`` is the significance test of a score on target
     ``t_index``; E-values use the target record's length in Spouge's correction."""
@@ -524,17 +774,26 @@ def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], s
         return dataclasses.replace(alignment, evalue=evalue,
                                    bit_score=parameters.bit_score(alignment.score), **changes)
 
-    order = sorted(range(len(pieces)), key=lambda k: (-pieces[k].score, k))
-    placed, secondaries = [], []
-    for rank, k in enumerate(order):
-        piece = pieces[k]
-        second, where = _second_best(query, targets, piece, strand_list, engine)
+    ranked = [pieces[k] for k in sorted(range(len(pieces)), key=lambda k: (-pieces[k].score, k))]
+    groups = [_second_best_slices(targets, piece, strand_list) for piece in ranked]
+    slices = [where for group in groups for where in group]
+    ends = iter((yield _Scores(slices)) if slices else [])
+    placed, asks = [], []
+    for rank, (piece, group) in enumerate(zip(ranked, groups)):
+        second, at = 0, None
+        for where in group:  # the first maximum
+            end = next(ends)
+            if end.score > second:
+                second, at = end.score, (where, end)
         # A second placement that is not significant is chance, not a rival: it leaves MAPQ 60.
-        rival = second if where is not None and significant(second, where.t_index) else None
+        rival = second if at is not None and significant(second, at[0].t_index) else None
         mapq = 0 if second >= piece.score else primary_mapq(piece.score, rival)
         placed.append(stats(piece, is_primary=True, is_supplementary=rank > 0, mapq=mapq))
-        if where is not None and second >= SECONDARY_RATIO * piece.score:
-            other = engine.align(query, targets, where, zdrop)
-            if other is not None and significant(other.score, where.t_index):
-                secondaries.append(stats(other, is_primary=False, is_supplementary=False, mapq=0))
+        # Below the floor the score may be a bound only; the alignment there could not be significant.
+        if at is not None and second >= floor and second >= SECONDARY_RATIO * piece.score:
+            asks.append(at)
+    others = (yield _Aligns(asks)) if asks else []
+    secondaries = [stats(other, is_primary=False, is_supplementary=False, mapq=0)
+                   for other, (where, _) in zip(others, asks)
+                   if other is not None and significant(other.score, where.t_index)]
     return placed + secondaries

@@ -352,3 +352,45 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
         sweep_strip<R, LOCAL, KIND>(a, k, prof, rings, out_ring);
     }
 }
+
+// Many local score problems in one launch: pair p is query rows query + query_at[p] (heights[p]
+// real rows, padded to whole strips) against target columns target + target_at[p] (widths[p]).
+// One ticket runs over all pairs' strips (pair 0's strips, then pair 1's, ...); a warp maps its
+// ticket to (pair, strip) and sweeps that strip exactly as striped_sweep does. A strip still waits
+// only on the strip above it in its own pair, whose ticket is lower, so the deadlock argument of
+// striped_sweep holds unchanged. Pair p's strips write their best cells at best + 3 * first_strip[p].
+template <int R>
+__global__ void __launch_bounds__(128, 4)
+striped_score_pairs(const unsigned char* queries, const long long* query_at, const int* heights,
+                    const unsigned char* targets, const long long* target_at, const int* widths,
+                    const int* sub, int alpha, int gap_oe, int gap_e, const int* top_h,
+                    const int* top_f, const int* left_h, const int* left_e, int2* slots,
+                    const long long* slot_at, int* flags, const long long* flag_at,
+                    const int* first_strip, int num_pairs, int* ticket, int* best) {
+    extern __shared__ signed char shared_profile[];
+    const int warp = threadIdx.x >> 5;
+    signed char* prof = shared_profile + warp * (alpha * 32 * R);
+    unsigned char* rings = reinterpret_cast<unsigned char*>(shared_profile) +
+                           (blockDim.x >> 5) * (alpha * 32 * R) + warp * (64 + 64 * sizeof(int2));
+    int2* out_ring = reinterpret_cast<int2*>(rings + 64);
+    const int lane = threadIdx.x & 31;
+    const int total = first_strip[num_pairs];
+    while (true) {
+        int g = 0;
+        if (lane == 0) g = atomicAdd(ticket, 1);
+        g = __shfl_sync(FULL_MASK, g, 0);
+        if (g >= total) break;
+        int lo = 0, hi = num_pairs - 1;  // the pair of ticket g: the last p with first_strip[p] <= g
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (first_strip[mid] <= g) lo = mid;
+            else hi = mid - 1;
+        }
+        const SweepArgs a{queries + query_at[lo], targets + target_at[lo], sub, alpha,
+                          heights[lo], widths[lo], gap_oe, gap_e, top_h, top_f, left_h, left_e,
+                          slots + slot_at[lo], flags + flag_at[lo], ticket,
+                          first_strip[lo + 1] - first_strip[lo], nullptr, 1, 0, nullptr, 1, 0,
+                          nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr};
+        sweep_strip<R, true, SWEEP_SCORE>(a, g - first_strip[lo], prof, rings, out_ring);
+    }
+}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 
 import oracles
 import pytest
 from test_placement import PARAMETERS, SCHEME, _records, placement_case
+from test_placement_rounds import _repeat_rich
 from test_placement_truth import lambda_text, strain_contigs
 
 from gpualign_plugin.pairwise.api import place_local
@@ -34,3 +36,42 @@ def test_gpu_and_cpu_place_the_contigs_of_a_rearranged_strain_identically():
     cpu = place_local(queries, targets, SCHEME, backend="cpu")
     assert gpu == cpu and any(a.is_supplementary for a in gpu)
     assert [(a.evalue, a.bit_score, a.mapq) for a in gpu] == [(a.evalue, a.bit_score, a.mapq) for a in cpu]
+
+
+@pytest.mark.parametrize("rows", [16, 8, 4, 2])
+def test_pair_scorer_gives_each_pair_the_cpu_score_and_end_cell(rows):
+    """Many pairs in one launch (and, with a small budget, several launches): every pair's score
+    and end cell equal score_pair's; shared segments, heights not a multiple of the strip,
+    targets narrower than a batch of 32 columns, repeats with tied cells."""
+    from gpualign_plugin.pairwise import cpu, gpu
+
+    rng = random.Random(rows)
+    targets = [SCHEME.encode(f"t{k}", _repeat_rich(rng, n)) for k, n in enumerate((3000, 700, 40))]
+    segments = [SCHEME.encode("q", _repeat_rich(rng, n)).codes for n in (1, 31, 64, 100, 513, 1500)]
+    pairs = []
+    for q in segments:
+        for t_index, target in enumerate(targets):
+            t0 = rng.randrange(len(target))
+            pairs.append((q, t_index, t0, rng.randint(t0 + 1, len(target))))
+            pairs.append((q, t_index, 0, len(target)))
+    expected = [cpu.score_pair(q, targets[t].codes[t0:t1], SCHEME, "local") for q, t, t0, t1 in pairs]
+    scorer = gpu.PairScorer([t.codes for t in targets], SCHEME)
+    assert scorer.score(pairs, rows=rows) == expected
+    small = gpu.PairScorer([t.codes for t in targets], SCHEME, memory_budget=200_000)
+    assert small.score(pairs, rows=rows) == expected and small.launches > 1
+    assert sum(s.score > 0 for s in expected) > len(pairs) // 2
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_gpu_rounds_on_sliced_targets_equal_the_cpu_records(seed, monkeypatch):
+    from test_placement_rounds import _case
+
+    from gpualign_plugin.pairwise import placement
+
+    queries, targets = _case(seed)
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    profile: dict = {}
+    gpu = place_local(queries, targets, SCHEME, backend="gpu", gpu_profile=profile)
+    assert gpu == place_local(queries, targets, SCHEME, backend="cpu")
+    assert profile["score_launches"] > 0

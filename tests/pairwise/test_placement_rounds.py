@@ -1,0 +1,143 @@
+"""Local placement in rounds (the GPU engine's driver) and its two shortcuts, checked on the CPU.
+
+The GPU engine scores many pairs at once, slicing long targets (exact at and above the
+significance floor) and aligning each best candidate in a bounded target window. Here the
+same driver runs with CPU scores and alignments, so everything but the CUDA kernel is checked
+against the CPU engine's one-query-at-a-time placement (itself checked against the oracle).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from test_placement import PARAMETERS, SCHEME, _mutate, _random_dna, _rc
+
+from gpualign_plugin.pairwise import cpu, placement
+from gpualign_plugin.pairwise.placement import place_local, window_start
+from gpualign_plugin.scoring import ScoringScheme
+
+
+def _repeat_rich(rng, n, alphabet="ACGT"):
+    """A sequence built from a few short words and their copies: many equal scores and ties."""
+    words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(3, 9))) for _ in range(4)]
+    out = []
+    while sum(map(len, out)) < n:
+        out.append(rng.choice(words) if rng.random() < 0.7 else rng.choice(alphabet))
+    return "".join(out)[:n]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_alignment_in_the_window_equals_the_whole_target_alignment(seed):
+    """The local alignment ending at the score pass's end cell, aligned only in the window of
+    window_start, is the whole target's alignment (score, coordinates, CIGAR), ties included."""
+    rng = random.Random(seed)
+    scheme = [ScoringScheme.dna(), ScoringScheme.dna(match=1, mismatch=-1, gap_open=0, gap_extend=1),
+              ScoringScheme.dna(match=5, mismatch=-4, gap_open=10, gap_extend=1)][seed % 3]
+    target = _repeat_rich(rng, rng.randint(50, 400))
+    start = rng.randrange(len(target) - 20)
+    query = _mutate(rng, target[start:start + rng.randint(20, 120)], 0.15)
+    if seed % 2:
+        query = _repeat_rich(rng, 8) + query + _repeat_rich(rng, rng.randint(0, 30))
+    q, t = scheme.encode("q", query).codes, scheme.encode("t", target).codes
+    end = cpu.score_pair(q, t, scheme, "local")
+    whole = cpu.align_pair(q, t, scheme, "local")
+    assert end.score > 0
+    j0 = window_start(end, scheme)
+    inside = cpu.align_pair(q[:end.query_end], t[j0:end.target_end], scheme, "local")
+    assert (inside.score, inside.query_start, inside.query_end, inside.target_start + j0,
+            inside.target_end + j0, str(inside.cigar)) == \
+        (whole.score, whole.query_start, whole.query_end, whole.target_start, whole.target_end,
+         str(whole.cigar))
+
+
+class _CpuPairScorer:
+    """The interface of gpu.PairScorer (score many pairs, resident warps) on the CPU engine."""
+
+    warps = 1
+
+    def __init__(self, targets):
+        self.targets = targets
+        self.pairs = 0
+
+    def score(self, pairs):
+        self.pairs += len(pairs)
+        return [cpu.score_pair(q, self.targets[t].codes[t0:t1], SCHEME, "local") for q, t, t0, t1 in pairs]
+
+
+def _case(seed):
+    """Targets long enough to be sliced (two with a shared repeat), queries of several pieces on
+    both strands, a bridged pair of pieces, a repeat copy and an unrelated query."""
+    rng = random.Random(seed)
+    t1 = _random_dna(rng, 2500)
+    repeat = t1[700:900]
+    t2 = _random_dna(rng, 900) + repeat + _random_dna(rng, 700)
+    queries = []
+    for k in range(4):
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            source = rng.choice([t1, t2])
+            start = rng.randrange(0, len(source) - 150)
+            piece = _mutate(rng, source[start:start + rng.randint(40, 150)], 0.04)
+            parts.append(_rc(piece) if rng.random() < 0.5 else piece)
+            if rng.random() < 0.5:
+                parts.append(_random_dna(rng, rng.randint(5, 30)))
+        queries.append((f"q{k}", "".join(parts)))
+    start = rng.randrange(0, 2000)
+    queries.append(("bridge", t1[start:start + 60] + _random_dna(rng, 30) + t1[start + 60:start + 120]))
+    queries.append(("unrelated", _random_dna(rng, 150)))
+    queries.append(("repeat", _mutate(rng, repeat, 0.02)))
+    queries.append(("tiny", t1[10:16]))
+    return [SCHEME.encode(*q) for q in queries], [SCHEME.encode("chrA", t1), SCHEME.encode("chrB", t2)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("zdrop_bits", [12.0, math.inf])
+def test_rounds_with_sliced_scores_and_windowed_alignments_give_the_cpu_records(seed, zdrop_bits,
+                                                                                monkeypatch):
+    queries, targets = _case(seed)
+    expected = place_local(queries, targets, SCHEME, backend="cpu", zdrop_bits=zdrop_bits)
+    # Slices only twice the span bound: many overlapping slices per target.
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    database = (sum(len(t) for t in targets), len(targets))
+    plans = []
+    for query in queries:
+        def significant(score, t_index, m=len(query)):
+            return score >= 1 and PARAMETERS.evalue(score, m, *database, len(targets[t_index])) <= 1e-5
+
+        floor = min(placement.significance_floor(lambda s, t=t: significant(s, t), 2 * len(query))
+                    for t in range(len(targets)))
+        plans.append((floor, placement._place_query(query, targets, ("+", "-"), significant, floor,
+                                                    PARAMETERS, database)))
+    scorer = _CpuPairScorer(targets)
+    cells = []
+    placed = placement._place_in_rounds(
+        queries, targets, plans, SCHEME, scorer, lambda q, t: cpu.align_pair(q, t, SCHEME, "local"),
+        zdrop_bits * math.log(2) / PARAMETERS.lam, cells.append, workers=2)
+    assert placed == expected and any(a.is_supplementary for a in placed)
+    assert scorer.pairs > 4 * len(queries) * 2 * len(targets)  # the targets were sliced
+    assert len(cells) == len(queries)
+
+
+def test_slices_cover_every_interval_of_the_span():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        t0 = int(rng.integers(0, 50))
+        width = int(rng.integers(1, 400))
+        span = int(rng.integers(1, 60))
+        length = int(rng.integers(span + 1, 4 * span + 2))
+        slices = placement._cover(t0, t0 + width, span, length)
+        assert slices[0][0] == t0 and slices[-1][1] == t0 + width
+        for a in range(t0, t0 + width - min(span, width) + 1):
+            assert any(s0 <= a and a + min(span, width) <= s1 for s0, s1 in slices)
+
+
+def test_span_bound_and_floor():
+    assert placement.span_bound(10, 21, SCHEME) == 0  # 10 rows score at most 20
+    bound = placement.span_bound(10, 16, SCHEME)
+    assert bound == 10 + (20 - 16) // SCHEME.gap_extend
+    floor = placement.significance_floor(lambda s: s >= 37, 100)
+    assert floor == 37 and placement.significance_floor(lambda s: False, 5) == 6
