@@ -141,3 +141,45 @@ def test_span_bound_and_floor():
     assert bound == 10 + (20 - 16) // SCHEME.gap_extend
     floor = placement.significance_floor(lambda s: s >= 37, 100)
     assert floor == 37 and placement.significance_floor(lambda s: False, 5) == 6
+
+
+def test_rounds_on_protein_targets_of_different_lengths_give_the_cpu_records(monkeypatch):
+    """Spouge's correction makes significance depend on the target's length: the floor is the
+    lowest over the targets, and the records are still the CPU engine's."""
+    scheme = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
+    parameters = placement.parameters_for(scheme)
+    assert parameters.spouge is not None
+    rng = random.Random(11)
+    letters = "ACDEFGHIKLMNPQRSTVWY"
+    texts = ["".join(rng.choice(letters) for _ in range(n)) for n in (900, 150, 2400)]
+    shared = texts[0][300:380]
+    texts[2] = texts[2][:1000] + shared + texts[2][1080:]
+    targets = [scheme.encode(f"p{k}", t) for k, t in enumerate(texts)]
+    queries = [scheme.encode("two", texts[1][20:120] + texts[2][1500:1600]),
+               scheme.encode("shared", shared[5:75]),
+               scheme.encode("none", "".join(rng.choice(letters) for _ in range(90)))]
+    expected = place_local(queries, targets, scheme, backend="cpu", strands="plus")
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    database = (sum(len(t) for t in targets), len(targets))
+    plans = []
+    for query in queries:
+        def significant(score, t_index, m=len(query)):
+            return score >= 1 and parameters.evalue(score, m, *database, len(targets[t_index])) <= 1e-5
+
+        floor = min(placement.significance_floor(lambda s, t=t: significant(s, t), 11 * len(query))
+                    for t in range(len(targets)))
+        plans.append((floor, placement._place_query(query, targets, ("+",), significant, floor,
+                                                    parameters, database)))
+
+    class Scorer(_CpuPairScorer):
+        def score(self, pairs):
+            self.pairs += len(pairs)
+            return [cpu.score_pair(q, self.targets[t].codes[t0:t1], scheme, "local") for q, t, t0, t1 in pairs]
+
+    scorer = Scorer(targets)
+    placed = placement._place_in_rounds(
+        queries, targets, plans, scheme, scorer, lambda q, t: cpu.align_pair(q, t, scheme, "local"),
+        placement.ZDROP_BITS * math.log(2) / parameters.lam, None, workers=2)
+    assert placed == expected and {a.query_id for a in placed} == {"two", "shared"}
+    assert scorer.pairs > 3 * len(targets)
