@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
+import threading
 
 from gpualign_plugin.errors import BackendUnavailable, InputError
 from gpualign_plugin.io.atomic import check_writable
@@ -105,8 +107,39 @@ def add_global_options(parser: argparse.ArgumentParser, in_subcommand: bool = Fa
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``gpualign`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run ``gpualign`` with ``argv``; returns the exit status.
+
+    Without ``argv`` (the ``gpualign`` command itself: ``sys.argv[1:]``) the process ends
+    here through :func:`leave` instead of returning.
+    """
+    if argv is not None:
+        return run(list(argv))
+    leave(run(sys.argv[1:]))
+
+
+def leave(status: int) -> None:
+    """End the process with ``status`` at once, once its output is out.
+
+    Flushes stdout, stderr and the log, waits for any non-daemon thread, then calls
+    ``os._exit``: the interpreter's teardown (module finalisers, CuPy freeing its memory
+    pool and the CUDA context, Numba's) is skipped, which took 0.2 s after a CPU search on
+    the 2-core development machine and about 0.45 s after a GPU search on an H100 (wall time
+    minus the --stats phases). Every output file is complete, closed and renamed before this.
+    """
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can go out
+            pass
+    os._exit(status)
+
+
+def run(argv: list[str]) -> int:
+    """Parse ``argv`` and run the subcommand; the exit status (errors become one line and 2 or 1)."""
     parser = build_parser(chosen_subcommand(argv))
     args = parser.parse_args(argv)
     args.argv = argv

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
-from gpualign_plugin.cli.main import SUBCOMMANDS, build_parser, chosen_subcommand
+from gpualign_plugin.cli.main import SUBCOMMANDS, build_parser, chosen_subcommand, main
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -58,3 +59,21 @@ def test_the_facade_loads_each_public_name_on_use_and_keeps_functions_over_subpa
             "assert missing == [], missing\n"
             "assert set(g.__all__) <= set(dir(g))\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_command_leaves_at_once_with_its_output_and_status(tmp_path):
+    """``python -m gpualign_plugin.cli.main`` ends through os._exit: output files complete,
+    log lines and error messages on a piped stderr, the exit status kept."""
+    from paths import REPO
+
+    query = os.path.join(REPO, "resources", "proteins", "queries.fa")
+    db = os.path.join(REPO, "resources", "proteins", "database.fa")
+    command = [sys.executable, "-m", "gpualign_plugin.cli.main", "search", "-q", query, "-d", db,
+               "--backend", "cpu", "--out-blast", str(tmp_path / "o.m8")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0 and "hits of" in done.stderr
+    assert main(["search", "-q", query, "-d", db, "--backend", "cpu",
+                 "--out-blast", str(tmp_path / "in-process.m8")]) == 0
+    assert (tmp_path / "o.m8").read_bytes() == (tmp_path / "in-process.m8").read_bytes()
+    failed = subprocess.run(command[:-1] + [str(tmp_path / "x.m8"), "--top", "0"], capture_output=True, text=True)
+    assert failed.returncode == 2 and failed.stderr.strip().endswith("--top must be 1 or more, got 0")
