@@ -329,6 +329,15 @@ def seconds_since_process_start() -> float:
         return 0.0
 
 
+def end_phases(phases: dict, started: float) -> dict:
+    """Add ``total_s`` (seconds since ``started``, a ``time.perf_counter()`` taken when the
+    command began) and ``process_start_to_run_s`` (the interpreter's start-up and imports
+    before it, :func:`seconds_since_process_start`) to a ``--stats`` phase dict; returns it."""
+    phases["total_s"] = time.perf_counter() - started
+    phases["process_start_to_run_s"] = max(0.0, seconds_since_process_start() - phases["total_s"])
+    return phases
+
+
 def describe_device(engine: str, device: int = 0) -> str:
     """Human name of what ran: the GPU's name, or the CPU model and core count."""
     if engine == "gpu":

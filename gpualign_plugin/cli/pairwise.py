@@ -9,7 +9,7 @@ import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
                                         add_scoring_options, apply_threads, command_line, counted,
-                                        describe_device, memory_size, output_formats,
+                                        describe_device, end_phases, memory_size, output_formats,
                                         scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
              counted(len(queries), "query", "queries"), engine, stats.gcups)
     write_outputs(outputs, alignments, queries, targets, scheme, command_line(args), unmapped)
     phases["write_s"] = time.perf_counter() - started - phases["align_s"] - phases["read_s"]
-    stats.extra = {"phases": phases, **({"gpu_phases": gpu_profile} if gpu_profile is not None else {})}
+    stats.extra = {"phases": end_phases(phases, started), **({"gpu_phases": gpu_profile} if gpu_profile is not None else {})}
     stats.write(args.stats)
     return 0
 

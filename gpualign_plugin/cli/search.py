@@ -11,8 +11,7 @@ import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
                                         add_scoring_options, apply_threads, command_line, counted,
-                                        describe_device, scheme_from_args,
-                                        seconds_since_process_start)
+                                        describe_device, end_phases, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text_files, check_writable
 
@@ -251,7 +250,6 @@ def run(args: argparse.Namespace) -> int:
              counted(len(queries), "query", "queries"),
              counted(stop - start, "database sequence"),
              stats.device if engine == "gpu" else f"{threads} CPU threads", stats.gcups)
-    phases["total_s"] = time.perf_counter() - started
-    phases["process_start_to_run_s"] = seconds_since_process_start() - phases["total_s"]
+    end_phases(phases, started)
     stats.write(args.stats)
     return 0

@@ -159,7 +159,9 @@ def test_stats_file_records_engine_cells_and_gcups(genomes, tmp_path):
     data = json.loads(stats.read_text())
     assert data["engine"] == "cpu" and data["cells"] == (500 + 350) * 3000 * 2 and data["gcups"] > 0
     phases = data["extra"]["phases"]
-    assert set(phases) == {"read_s", "align_s", "write_s"} and all(v >= 0 for v in phases.values())
+    assert set(phases) == {"read_s", "align_s", "write_s", "total_s", "process_start_to_run_s"}
+    assert all(v >= 0 for v in phases.values())
+    assert phases["read_s"] + phases["align_s"] + phases["write_s"] <= phases["total_s"] + 1e-6
     assert phases["align_s"] <= data["seconds"]
     # Local placement also scores the second-best placement of every piece: more cells.
     assert run_cli("-q", query, "-t", target, "--out", tmp_path / "x.paf", "--backend", "cpu",

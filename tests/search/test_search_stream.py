@@ -4,6 +4,7 @@ files are byte-identical to writing the whole result at once, and a failure leav
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 import numpy as np
@@ -59,7 +60,11 @@ def test_streamed_files_equal_the_whole_result_written_at_once(tmp_path, monkeyp
     top = 3 if "--top" in options else 10
     assert main(["search", "-q", query, "-d", db, *options, "--backend", backend,
                  "--out-blast", str(tmp_path / "s.m8"), "--out-tsv", str(tmp_path / "s.tsv"),
-                 "--out-sam", str(tmp_path / "s.sam")]) == 0
+                 "--out-sam", str(tmp_path / "s.sam"), "--stats", str(tmp_path / "s.json")]) == 0
+    phases = json.loads((tmp_path / "s.json").read_text())["extra"]["phases"]
+    assert set(phases) == {"read_s", "score_s", "align_write_s", "total_s", "process_start_to_run_s"}
+    assert min(phases.values()) >= 0
+    assert phases["read_s"] + phases["score_s"] + phases["align_write_s"] <= phases["total_s"] + 1e-6
     queries, targets = read_fasta(query, scheme), read_fasta(db, scheme)
     result = finish(search(queries, enumerate(targets), scheme, sum(map(len, targets)), len(targets),
                            top, strands), scheme)
