@@ -52,6 +52,8 @@ def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
     """
     pairs = list(pairs)
     matrix, mode_code = _check_batch(pairs, scheme, mode)
+    if not pairs:  # no Numba kernel to load (the GPU path asks this for its empty-sequence pairs)
+        return []
     qs, q_offsets, ts, t_offsets = _pack(pairs)
     out = np.empty((len(pairs), 3), dtype=np.int64)
     cpu.score_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
@@ -77,6 +79,8 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     pairs = list(pairs)
     matrix, mode_code = _check_batch(pairs, scheme, mode)
+    if not pairs:  # no Numba kernel to load (the GPU path asks this for its empty-sequence pairs)
+        return []
     qs, q_offsets, ts, t_offsets = _pack(pairs)
     ops_offsets = q_offsets + t_offsets
     ops = np.empty(int(ops_offsets[-1]), dtype=np.uint8)

@@ -171,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
              counted(len(queries), "query", "queries"), engine, stats.gcups)
     write_outputs(outputs, alignments, queries, targets, scheme, command_line(args), unmapped)
     phases["write_s"] = time.perf_counter() - started - phases["align_s"] - phases["read_s"]
-    stats.extra = {"phases": end_phases(phases, started), **({"gpu_phases": gpu_profile} if gpu_profile is not None else {})}
+    stats.extra = {"phases": end_phases(phases, started),
+                   **({"gpu_phases": gpu_profile} if gpu_profile is not None else {})}
     stats.write(args.stats)
     return 0
 

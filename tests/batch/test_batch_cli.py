@@ -189,3 +189,17 @@ def test_gpu_backend_without_a_gpu_exits_2_with_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--backend gpu" in err[0]
     assert not out.exists()
+
+
+def test_no_pairs_align_to_nothing_without_loading_the_cpu_kernel(monkeypatch):
+    # The GPU batch path hands its empty-sequence pairs to the CPU kernel, usually none: that must
+    # not load (or compile) the Numba kernel in a GPU run.
+    from gpualign_plugin.batch import api, cpu
+
+    def refuse(*args):
+        raise AssertionError("the CPU batch kernel was called")
+
+    monkeypatch.setattr(cpu, "align_batch_kernel", refuse)
+    assert api.align_batch([], ScoringScheme.dna(), "local") == []
+    with pytest.raises(AssertionError):
+        api.align_batch([(np.zeros(3, np.uint8), np.zeros(4, np.uint8))], ScoringScheme.dna(), "local")

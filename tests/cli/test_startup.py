@@ -75,5 +75,6 @@ def test_the_command_leaves_at_once_with_its_output_and_status(tmp_path):
     assert main(["search", "-q", query, "-d", db, "--backend", "cpu",
                  "--out-blast", str(tmp_path / "in-process.m8")]) == 0
     assert (tmp_path / "o.m8").read_bytes() == (tmp_path / "in-process.m8").read_bytes()
-    failed = subprocess.run(command[:-1] + [str(tmp_path / "x.m8"), "--top", "0"], capture_output=True, text=True)
+    failed = subprocess.run(command[:-1] + [str(tmp_path / "x.m8"), "--top", "0"], capture_output=True,
+                            text=True)
     assert failed.returncode == 2 and failed.stderr.strip().endswith("--top must be 1 or more, got 0")

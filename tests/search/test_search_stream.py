@@ -4,6 +4,7 @@ files are byte-identical to writing the whole result at once, and a failure leav
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 
@@ -87,7 +88,7 @@ def test_hits_reach_the_temporary_file_per_query_and_a_failure_leaves_nothing(tm
     scheme = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
     queries, targets = read_fasta(DEMO[0], scheme), read_fasta(DEMO[1], scheme)
     stream = api.search_stream(queries, enumerate(targets), scheme, sum(map(len, targets)), len(targets))
-    header = api.SearchResult(**{**vars(stream.result), "parameters": api.statistics_of(stream.result, scheme)})
+    header = dataclasses.replace(stream.result, parameters=api.statistics_of(stream.result, scheme))
     args = argparse.Namespace(out_blast=str(tmp_path / "o.m8"), out_tsv=str(tmp_path / "o.tsv"),
                               out_sam=None)
     seen = []
