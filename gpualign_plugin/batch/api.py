@@ -10,6 +10,8 @@ alignments. ``gpualign batch`` calls this.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from gpualign_plugin import gotoh
@@ -62,7 +64,7 @@ def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
 
 
 def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
-                device: int = 0) -> list[PairAlignment]:
+                device: int = 0, progress: Callable[[int], None] | None = None) -> list[PairAlignment]:
     """:func:`~gpualign_plugin.pairwise.api.align_pair` of every ``(query_codes, target_codes)`` pair (any iterable), in parallel.
 
     ``backend`` ``'gpu'`` (resolved, see
@@ -71,10 +73,12 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
     while it is being aligned, so it suits many short pairs (the reference workload is
     1,000 pairs of 512 bp; use :func:`~gpualign_plugin.pairwise.api.align_pair` for long
     ones), with ``numba.get_num_threads()`` threads. Results are in the order of ``pairs``
-    and the same on both backends.
+    and the same on both backends. ``progress`` gets the DP cells (``m * n`` a pair, in
+    all) as they are done: per launch and inside long pairs on the GPU
+    (:func:`align_batch_gpu`), at the end of the one kernel call on the CPU.
     """
     if backend == "gpu":
-        return align_batch_gpu(pairs, scheme, mode, device)
+        return align_batch_gpu(pairs, scheme, mode, device, progress=progress)
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     pairs = list(pairs)
@@ -87,6 +91,8 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
     out = np.empty((len(pairs), 6), dtype=np.int64)
     cpu.align_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
                                scheme.gap_extend, mode_code, out, ops, ops_offsets)
+    if progress is not None:
+        progress(sum(len(q) * len(t) for q, t in pairs))
     results = []
     for k, (score, q_start, q_end, t_start, t_end, n_ops) in enumerate(out):
         if mode_code == gotoh.LOCAL and score <= 0:
@@ -99,7 +105,8 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
 
 
 def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
-                    memory_budget: int | None = None) -> list[PairAlignment]:
+                    memory_budget: int | None = None,
+                    progress: Callable[[int], None] | None = None) -> list[PairAlignment]:
     """:func:`align_batch` on the GPU: every ``(query_codes, target_codes)`` pair aligned with traceback.
 
     Parameters
@@ -115,6 +122,10 @@ def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
     memory_budget : int, optional
         Device bytes one launch may take (default: half the free device memory); the
         pairs are cut into launches that fit.
+    progress : callable, optional
+        Called with DP cells as they are done, ``m * n`` a pair in all: after each
+        launch of the batch kernel, and inside each long pair while the long-pair
+        engine's passes run (its cells counted until they reach the pair's ``m * n``).
 
     Returns
     -------
@@ -144,19 +155,42 @@ def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
         else:
             batched.append(k)
     for k, result in zip(batched, gpu.align_batch([pairs[k] for k in batched], scheme, mode, device,
-                                                  memory_budget)):
+                                                  memory_budget, progress=progress)):
         results[k] = result
     for k, result in zip(trivial, align_batch([pairs[k] for k in trivial], scheme, mode)):
-        results[k] = result
+        results[k] = result  # no cells
     long_backend = "gpu" if pairwise.gpu_accepts(scheme) else "cpu"
     for k in long_pairs:
-        result = pairwise.align_pair_on(long_backend, pairs[k][0], pairs[k][1], scheme, mode, device)
+        cells = _Capped(len(pairs[k][0]) * len(pairs[k][1]), progress)
+        result = pairwise.align_pair_on(long_backend, pairs[k][0], pairs[k][1], scheme, mode, device,
+                                        progress=cells if progress is not None else None)
+        cells.finish()
         results[k] = NO_PAIR_ALIGNMENT if mode == "local" and result.score <= 0 else result
     return results
 
 
+class _Capped:
+    """A progress callback that passes on at most ``total`` cells; :meth:`finish` passes on the
+    rest. A long pair counts ``m * n`` in a batch, while the long-pair engine reports every
+    pass it makes (score pass first, then the traceback's)."""
+
+    def __init__(self, total: int, progress: Callable[[int], None] | None):
+        self.left, self.progress = total, progress
+
+    def __call__(self, cells: int) -> None:
+        cells = min(cells, self.left)
+        if cells > 0 and self.progress is not None:
+            self.left -= cells
+            self.progress(cells)
+
+    def finish(self) -> None:
+        """Pass on the cells not reported yet."""
+        self(self.left)
+
+
 def align_batch_strands(pairs, scheme: ScoringScheme, mode: str, strands: str = "plus",
-                        backend: str = "cpu", device: int = 0) -> list[tuple[str, PairAlignment]]:
+                        backend: str = "cpu", device: int = 0,
+                        progress: Callable[[int], None] | None = None) -> list[tuple[str, PairAlignment]]:
     """:func:`align_batch` of every pair on the strands asked for; the better strand per pair.
 
     Parameters
@@ -167,8 +201,8 @@ def align_batch_strands(pairs, scheme: ScoringScheme, mode: str, strands: str = 
         ``'both'`` (DNA only) also aligns the reverse complement of each query, in the
         same call to the engine, and keeps the minus strand only where it scores strictly
         higher (a tie keeps the plus strand, as placement ranks ``+`` before ``-``).
-    backend, device
-        As for :func:`align_batch`.
+    backend, device, progress
+        As for :func:`align_batch` (both strands' cells counted).
 
     Returns
     -------
@@ -186,8 +220,8 @@ def align_batch_strands(pairs, scheme: ScoringScheme, mode: str, strands: str = 
     pairs = list(pairs)
     signs = pairwise.strand_signs(strands, scheme)
     if len(signs) == 1:
-        return [("+", result) for result in align_batch(pairs, scheme, mode, backend, device)]
+        return [("+", result) for result in align_batch(pairs, scheme, mode, backend, device, progress)]
     aligned = align_batch(pairs + [(reverse_complement_codes(np.asarray(q)), t) for q, t in pairs],
-                          scheme, mode, backend, device)
+                          scheme, mode, backend, device, progress)
     return [("-", minus) if minus.score > plus.score else ("+", plus)
             for plus, minus in zip(aligned[:len(pairs)], aligned[len(pairs):])]

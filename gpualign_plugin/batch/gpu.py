@@ -60,7 +60,8 @@ def accepts(scheme: ScoringScheme) -> bool:
 
 
 def align_batch(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
-                memory_budget: int | None = None, profile: dict | None = None) -> list[PairAlignment]:
+                memory_budget: int | None = None, profile: dict | None = None,
+                progress=None) -> list[PairAlignment]:
     """Align every ``(query_codes, target_codes)`` pair on the GPU, with traceback.
 
     Parameters
@@ -81,6 +82,8 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
     profile : dict, optional
         When given, ``profile['kernel_seconds']`` accumulates the kernels' device time
         (CUDA events around each launch) and ``profile['launches']`` counts them.
+    progress : callable, optional
+        Called after each launch with its DP cells (``m * n`` of its pairs).
 
     Returns
     -------
@@ -123,6 +126,8 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
             for k, alignment in zip(chunk, _launch([pairs[k] for k in chunk], m[chunk], n[chunk],
                                                    kernel, matrix, scheme, mode_code, profile)):
                 results[k] = alignment
+            if progress is not None:
+                progress(int((m[chunk] * n[chunk]).sum()))
             start += len(chunk)
         return results
 

@@ -78,8 +78,9 @@ def align_pairs(pairs, scheme, mode: str, on_done=None, backend: str = "cpu", de
     """:class:`~gpualign_plugin.model.Alignment` of each (query, target) record pair.
 
     Pairs go to :func:`~gpualign_plugin.batch.api.align_batch_strands` on ``backend``
-    (resolved) in groups of :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells of each
-    finished group (both strands counted). Local pairs without a positive score give ``None``.
+    (resolved) in groups of :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells (both strands
+    counted) as the engine reports them (per group on the CPU; per launch and inside long
+    pairs on the GPU). Local pairs without a positive score give ``None``.
     """
     from gpualign_plugin.batch.api import align_batch_strands
     from gpualign_plugin.model import Alignment
@@ -89,7 +90,7 @@ def align_pairs(pairs, scheme, mode: str, on_done=None, backend: str = "cpu", de
     for start in range(0, len(pairs), size):
         group = pairs[start:start + size]
         aligned = align_batch_strands([(q.codes, t.codes) for q, t in group], scheme, mode, strands,
-                                      backend, device)
+                                      backend, device, on_done)
         for (query, target), (strand, pair) in zip(group, aligned):
             if mode == "local" and pair.score <= 0:
                 results.append(None)
@@ -100,8 +101,6 @@ def align_pairs(pairs, scheme, mode: str, on_done=None, backend: str = "cpu", de
             results.append(Alignment(query.id, target.id, m, len(target), q_start, q_end,
                                      pair.target_start, pair.target_end, strand, pair.score, pair.cigar,
                                      mode))
-        if on_done is not None:
-            on_done(sum(len(q) * len(t) for q, t in group) * (2 if strands == "both" else 1))
     return results
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import math
 import time
@@ -149,17 +150,15 @@ def run(args: argparse.Namespace) -> int:
     unmapped = []
     phases = {"read_s": time.perf_counter() - started}
     gpu_profile = {} if engine == "gpu" else None
-    with Progress(_bar_total(listed, n_strands, args.mode, engine, total), "pairwise") as progress:
+    bar_total = _bar_total(listed, n_strands, args.mode, engine, total, scheme, args.device, args.gpu_memory)
+    with Progress(bar_total, "pairwise") as progress:
         if args.mode == "local":
             alignments, unmapped, cells = _place(queries, targets, pairs, scheme, engine, evalue, strands,
                                                  threads, args, min_score, progress.advance, gpu_profile)
         else:
-            # The CPU engine reports cells inside each pair (end-cell pass, traceback bands).
-            inside = engine == "cpu"
+            # Both engines report cells inside each pair (score pass, traceback passes).
             alignments = align_records(queries, targets, scheme, args.mode, strands, min_score, engine,
-                                       args.device, pairs, threads,
-                                       on_pair_done=None if inside else progress.advance,
-                                       on_cells=progress.advance if inside else None,
+                                       args.device, pairs, threads, on_cells=progress.advance,
                                        gpu_memory=args.gpu_memory, gpu_profile=gpu_profile)
             if not args.secondary:
                 alignments = [a for a in alignments if a.is_primary]
@@ -177,45 +176,49 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bar_total(listed, n_strands: int, mode: str, engine: str, answer_cells: int) -> int:
-    """Cells the progress bar expects: ``answer_cells`` (m*n per pair and strand) on the GPU;
-    on the CPU, which reports cells inside each pair, every pass :func:`align_cells` counts per
-    pair and strand (local mode: the score passes, plus one alignment per query on its longest
-    target). An estimate where paths end early or placement finds several pieces; the bar
-    stops at its total and completes when the work is done."""
-    from gpualign_plugin.pairwise.cpu import align_cells
+def _bar_total(listed, n_strands: int, mode: str, engine: str, answer_cells: int, scheme, device: int,
+               gpu_memory: int | None) -> int:
+    """Cells the progress bar expects. Both engines report cells inside each pair: every pass
+    the engine's ``align_cells`` counts per pair and strand (local mode: the score passes,
+    ``answer_cells``, plus one alignment per query on its longest target). An estimate where
+    paths end early or placement finds several pieces; the bar stops at its total and
+    completes when the work is done."""
+    if engine == "cpu":
+        from gpualign_plugin.pairwise.cpu import align_cells
 
-    if engine != "cpu":
-        return answer_cells
+        def cells(m: int, n: int) -> int:
+            return align_cells(m, n)
+    else:
+        from gpualign_plugin.pairwise import gpu
+
+        @functools.lru_cache(maxsize=None)
+        def cells(m: int, n: int) -> int:
+            return gpu.align_cells(m, n, scheme, mode, device, gpu_memory)
     if mode != "local":
-        return sum(align_cells(len(q), len(t)) for q, t in listed) * n_strands
+        return sum(cells(len(q), len(t)) for q, t in listed) * n_strands
     longest: dict[str, tuple] = {}
     for q, t in listed:
         longest[q.id] = max(longest.get(q.id, (q, 0)), (q, len(t)), key=lambda x: x[1])
-    return answer_cells + sum(align_cells(len(q), n) for q, n in longest.values())
+    return answer_cells + sum(cells(len(q), n) for q, n in longest.values())
 
 
 def _place(queries, targets, pairs, scheme, engine, evalue, strands, threads, args, min_score, advance,
            gpu_profile=None):
     """Local placement of every query (on its listed targets with ``--pairs``).
 
-    Returns the alignments, the queries left unmapped and the DP cells of the score passes. On
-    the CPU the bar advances with every pass as it is computed (inside a long query too), else
-    per query.
+    Returns the alignments, the queries left unmapped and the DP cells of the score passes. The
+    bar advances with every pass as it is computed (inside a long query too).
     """
     from gpualign_plugin.pairwise.api import place_local
 
     cells = [0]
-    inside = engine == "cpu"
 
     def count(n: int) -> None:
         cells[0] += n
-        if not inside:
-            advance(n)
 
     options = dict(backend=engine, evalue=evalue, strands=strands, threads=threads, device=args.device,
                    zdrop_bits=args.zdrop, min_score=min_score, on_cells=count, gpu_memory=args.gpu_memory,
-                   gpu_profile=gpu_profile, on_progress=advance if inside else None)
+                   gpu_profile=gpu_profile, on_progress=advance)
     if pairs is None:
         alignments = place_local(queries, targets, scheme, **options)
         asked = queries

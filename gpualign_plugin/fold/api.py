@@ -115,7 +115,7 @@ def fold(sequence, min_loop: int = 0, progress: Callable[[int], None] | None = N
         default, allows adjacent bases to pair, as in the classic Nussinov formulation.
     progress : callable, optional
         Called with split-point updates done (they add up to :func:`fold_cells` of the
-        length): after each block diagonal on the CPU, once at the end on the GPU.
+        length): after each block diagonal on the CPU, each tile diagonal on the GPU.
     backend : {'cpu', 'gpu'}
         Already resolved (see :func:`gpualign_plugin.runtime.backend.resolve_backend`);
         both give the same :class:`Fold`.
@@ -136,10 +136,7 @@ def fold(sequence, min_loop: int = 0, progress: Callable[[int], None] | None = N
     codes = _as_codes(sequence)
     min_loop = _check_min_loop(min_loop)
     if backend == "gpu":
-        result = fold_many([codes], min_loop, backend, device)[0]
-        if progress is not None:
-            progress(fold_cells(codes.size))
-        return result
+        return fold_many([codes], min_loop, backend, device, progress)[0]
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     n = codes.size
@@ -160,8 +157,9 @@ def fold_many(sequences, min_loop: int = 0, backend: str = "cpu", device: int = 
               progress: Callable[[int], None] | None = None) -> list[Fold]:
     """:func:`fold` of every sequence (text or codes); on the GPU many sequences share each launch.
 
-    ``progress`` is called with the split-point updates of each folded sequence
-    (:func:`fold_cells` of its length). Results are in the order of ``sequences`` and
+    ``progress`` is called with split-point updates as they are done (:func:`fold_cells`
+    of each length in all): per block diagonal of each sequence on the CPU, per tile
+    diagonal of each group of sequences on the GPU. Results are in the order of ``sequences`` and
     the same on both backends. The GPU engine (:mod:`gpualign_plugin.fold.gpu`) takes
     sequences of up to 65,000 nt and folds them in groups that fit half the free
     device memory.
@@ -172,9 +170,5 @@ def fold_many(sequences, min_loop: int = 0, backend: str = "cpu", device: int = 
         return [fold(c, min_loop, progress, backend) for c in codes]
     from gpualign_plugin.fold import gpu
 
-    def done(index: int) -> None:
-        if progress is not None:
-            progress(fold_cells(codes[index].size))
-
     return [_make_fold(c.size, pairs, score)
-            for c, (pairs, score) in zip(codes, gpu.fold_many(codes, min_loop, device, progress=done))]
+            for c, (pairs, score) in zip(codes, gpu.fold_many(codes, min_loop, device, progress=progress))]

@@ -56,7 +56,8 @@ def fold_many(sequences, min_loop: int, device: int = 0, memory_budget: int | No
     memory_budget : int, optional
         Device bytes one group of sequences may take (default: half the free memory).
     progress : callable, optional
-        Called with the index of each folded sequence.
+        Called with split-point updates as tile diagonals finish (:func:`diagonal_updates`;
+        ``(n - 1) n (n + 1) / 6`` a sequence in all).
 
     Returns
     -------
@@ -91,10 +92,8 @@ def fold_many(sequences, min_loop: int, device: int = 0, memory_budget: int | No
         for k in range(len(sequences) + 1):
             if k == len(sequences) or (group and used + need[k] > budget):
                 for index, result in zip(group, _fold_group([sequences[x] for x in group], min_loop,
-                                                             device)):
+                                                             device, progress)):
                     results[index] = result
-                    if progress is not None:
-                        progress(index)
                 group, used = [], 0
             if k < len(sequences):
                 group.append(k)
@@ -123,7 +122,30 @@ def work_items(sides: np.ndarray) -> tuple[np.ndarray, list[int]]:
     return items, [0] + np.cumsum(per_diagonal).astype(np.int64).tolist()
 
 
-def _fold_group(sequences, min_loop: int, device: int) -> list[tuple[np.ndarray, int]]:
+def diagonal_updates(lengths: np.ndarray, d: int) -> int:
+    """Split-point updates of tile diagonal ``d`` of sequences of ``lengths`` nucleotides.
+
+    Cell ``W(i, j) = N(i, j - 1)`` (``0 <= i < j <= n``) tries ``j - i - 1`` split points;
+    tile ``(I, J)`` holds rows ``I T..I T + T - 1`` and columns ``J T..J T + T - 1``
+    (``T`` = :data:`TILE`), cut at ``n``. With ``s = ceil((n + 1) / T)`` tiles a side and
+    ``L = n + 1 - (s - 1) T`` columns in the last tile column: diagonal 0 has ``s - 1`` full
+    tiles of ``C(T, 3)`` updates and one of ``C(L, 3)``; diagonal ``d >= 1`` has ``s - 1 - d``
+    full tiles of ``T^2 (d T - 1)`` and one cut tile of ``T L (d T - 1) + T L (L - T) / 2``.
+    Over all diagonals a sequence adds up to ``(n - 1) n (n + 1) / 6``
+    (:func:`gpualign_plugin.fold.api.fold_cells`).
+    """
+    n = np.asarray(lengths, dtype=np.int64)
+    sides = (n + TILE) // TILE
+    last = n + 1 - (sides - 1) * TILE
+    if d == 0:
+        updates = (sides - 1) * (TILE * (TILE - 1) * (TILE - 2) // 6) + last * (last - 1) * (last - 2) // 6
+    else:
+        updates = np.where(sides > d, (sides - 1 - d) * TILE * TILE * (d * TILE - 1)
+                           + TILE * last * (d * TILE - 1) + TILE * last * (last - TILE) // 2, 0)
+    return int(updates.sum())
+
+
+def _fold_group(sequences, min_loop: int, device: int, progress=None) -> list[tuple[np.ndarray, int]]:
     import cupy
 
     if not sequences:
@@ -144,6 +166,16 @@ def _fold_group(sequences, min_loop: int, device: int) -> list[tuple[np.ndarray,
     tiles_t = cupy.empty_like(tiles)
     d_tile_base, d_sides, d_codes, d_code_base = (cupy.asarray(x) for x in (
         tile_base, sides.astype(np.int32), codes, code_base))
+    # With progress, an event after each diagonal's launch; finished diagonals are reported
+    # between launches and, after the last, in order as they finish.
+    pending: list = []
+
+    def report(wait: bool) -> None:
+        while pending and (wait or pending[0][0].done):
+            event, d = pending.pop(0)
+            event.synchronize()
+            progress(diagonal_updates(lengths, d))
+
     for d in range(len(starts) - 1):
         count = starts[d + 1] - starts[d]
         kernels.launch(fill, "fold_diagonal", count, THREADS,
@@ -151,6 +183,12 @@ def _fold_group(sequences, min_loop: int, device: int) -> list[tuple[np.ndarray,
                         item_array[starts[d]:], np.int32(d), np.int32(min_loop)),
                        0, f"tile diagonal {d} of {len(sequences)} sequence(s), longest {int(lengths.max())} nt",
                        sync=False)
+        if progress is not None:
+            pending.append((cupy.cuda.Event(disable_timing=True), d))
+            pending[-1][0].record()
+            report(wait=False)
+    if progress is not None:
+        report(wait=True)
     partner_base = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     partner = cupy.empty(int(lengths.sum()), dtype=cupy.int32)
     stack = cupy.empty(2 * int(lengths.sum() + len(sequences)) * 2, dtype=cupy.int32)

@@ -56,9 +56,10 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         GPU backend: filled with the engine's phase seconds (``score_pass_s``,
         ``traceback_s``, ...) summed over the pairs, and ``pairs``.
     on_cells : callable, optional
-        CPU backend: called (from the worker threads) with DP cells as they are
-        computed inside each pair (see :func:`gpualign_plugin.pairwise.cpu.align_pair`),
-        so a progress bar moves during a long pair.
+        Called (from worker or helper threads) with DP cells as they are computed
+        inside each pair (the ``progress`` of :func:`gpualign_plugin.pairwise.cpu.align_pair`
+        or :func:`gpualign_plugin.pairwise.gpu.align_pair`), so a progress bar moves
+        during a long pair.
 
     Returns
     -------
@@ -131,7 +132,9 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
         GPU backend: filled with the plan and phase seconds (see
         :func:`gpualign_plugin.pairwise.gpu.align_pair`).
     on_cells : callable, optional
-        CPU backend: the ``progress`` callback of :func:`gpualign_plugin.pairwise.cpu.align_pair`.
+        The ``progress`` callback of the backend's ``align_pair``
+        (:func:`gpualign_plugin.pairwise.cpu.align_pair`,
+        :func:`gpualign_plugin.pairwise.gpu.align_pair`).
 
     Returns
     -------
@@ -148,7 +151,7 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
         from gpualign_plugin.pairwise import gpu as gpu_pairwise
 
         result = gpu_pairwise.align_pair(codes, target.codes, scheme, mode, device=device,
-                                         memory_budget=gpu_memory, profile=gpu_profile)
+                                         memory_budget=gpu_memory, profile=gpu_profile, progress=on_cells)
     elif backend == "cpu":
         result = cpu.align_pair(codes, target.codes, scheme, mode, progress=on_cells)
     else:
@@ -194,16 +197,17 @@ def score_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme
 
 
 def align_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme, mode: str,
-                  device: int = 0) -> PairAlignment:
+                  device: int = 0, progress: Callable[[int], None] | None = None) -> PairAlignment:
     """:func:`align_pair` on ``backend`` (``'cpu'`` or ``'gpu'``, resolved): the same result on both.
 
     The GPU engine needs substitution scores in -128..127 (:func:`gpu_accepts`); batch
-    alignment hands its long pairs to this.
+    alignment hands its long pairs to this. ``progress`` is the backend's ``align_pair``
+    callback (DP cells as they are computed).
     """
     if backend == "gpu":
         from gpualign_plugin.pairwise import gpu
 
-        return gpu.align_pair(query_codes, target_codes, scheme, mode, device)
+        return gpu.align_pair(query_codes, target_codes, scheme, mode, device, progress=progress)
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
-    return cpu.align_pair(query_codes, target_codes, scheme, mode)
+    return cpu.align_pair(query_codes, target_codes, scheme, mode, progress=progress)

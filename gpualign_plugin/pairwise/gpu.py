@@ -82,6 +82,74 @@ def _rows_per_lane(height: int, multiprocessors: int, multiple_of: int = 0) -> i
     raise InputError(f"checkpoint interval {multiple_of} must be a multiple of 64 rows")
 
 
+POLL_CELLS = 1 << 32
+"""Sweeps of at least this many cells (a few milliseconds on an H100) report progress while
+they run; smaller ones when they end."""
+POLL_SECONDS = 0.25
+"""Seconds between two looks at a running sweep's ready flags."""
+
+
+def flag_cells(flags: np.ndarray, strip: int, height: int, width: int) -> int:
+    """Cells a running sweep has finished, from a copy of its ready flags.
+
+    ``flags`` (int32, ``2 * batches``) is :meth:`_Sweep.run`'s hand-over flag array: entry
+    ``(k % 2) * batches + c`` holds the last strip ``k`` that published column batch ``c``
+    (columns ``32 c + 1 .. 32 c + 32``), -1 before any. Strips ``0..K_c`` (``K_c`` the larger
+    of the two entries) have finished batch ``c``, so the count is the sum over batches of
+    ``min((K_c + 1) strip, height)`` rows times the batch's columns. It never decreases while
+    the sweep runs (each entry only grows); the last strip publishes nothing, so its cells
+    (and those of a one-strip sweep) count only when the sweep ends.
+    """
+    batches = len(flags) // 2
+    last = np.maximum(flags[:batches], flags[batches:]).astype(np.int64)
+    rows = np.minimum((np.maximum(last, -1) + 1) * strip, height)
+    columns = np.full(batches, 32, dtype=np.int64)
+    if batches:
+        columns[-1] = width - 32 * (batches - 1)
+    return int(rows @ columns)
+
+
+class _FlagWatch:
+    """Reports a running sweep's progress: a host thread copies its ready flags every
+    :data:`POLL_SECONDS` (an asynchronous copy on its own non-blocking stream into pinned
+    memory, ordered after the flags' initialisation) and calls ``progress`` with the cells
+    finished since the last look (:func:`flag_cells`). The kernel is not touched."""
+
+    def __init__(self, flags, batches: int, strip: int, height: int, width: int, progress, device: int):
+        import cupy
+
+        self.flags, self.strip, self.height, self.width = flags, strip, height, width
+        self.progress, self.device = progress, device
+        self.reported = 0
+        self.ready = cupy.cuda.Event(disable_timing=True)
+        self.ready.record()  # after the flags were set to -1 on the sweep's stream
+        self.host = kernels.pinned_bytes(8 * batches).view(np.int32)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="gpualign-sweep-progress", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        import cupy
+
+        with cupy.cuda.Device(self.device):
+            stream = cupy.cuda.Stream(non_blocking=True)
+            stream.wait_event(self.ready)
+            while not self._stop.wait(POLL_SECONDS):
+                cupy.cuda.runtime.memcpyAsync(self.host.ctypes.data, self.flags.data.ptr, self.host.nbytes,
+                                              cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+                stream.synchronize()
+                done = flag_cells(self.host, self.strip, self.height, self.width)
+                if done > self.reported and not self._stop.is_set():
+                    self.progress(done - self.reported)
+                    self.reported = done
+
+    def stop(self) -> int:
+        """Stop looking (the sweep has ended); returns the cells reported so far."""
+        self._stop.set()
+        self._thread.join()
+        return self.reported
+
+
 class _Sweep:
     """One problem on one device: sequences, scheme and the kernel launches over its rectangles."""
 
@@ -133,7 +201,8 @@ class _Sweep:
 
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
-            row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True, dirs_out=None):
+            row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True, dirs_out=None,
+            progress=None):
         """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
@@ -141,6 +210,9 @@ class _Sweep:
         Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked); the
         direction bytes go to ``dirs_out`` when given (a large enough uint8 device array).
         Runs on the current stream; without ``sync`` it returns before the kernel finishes.
+        ``progress`` (with ``sync`` only) is called with cells done, ``height * width`` in
+        all: while a sweep of at least :data:`POLL_CELLS` runs, as :class:`_FlagWatch` sees
+        strips hand their rows over; the rest when it ends.
         """
         cp = self.cupy
         strip = 32 * rows
@@ -179,9 +251,17 @@ class _Sweep:
                 last if last is not None else null, i32(last_row),
                 best if best is not None else null,
                 dir_bytes if dir_bytes is not None else null)
-        kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, shared,
-                       f"rectangle {height} x {width} at ({r0}, {c0}), {strips} strips of {strip} rows",
-                       sync)
+        watch = None
+        if progress is not None and sync and height * width >= POLL_CELLS:
+            watch = _FlagWatch(flags, batches, strip, height, width, progress, self.device)
+        try:
+            kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, shared,
+                           f"rectangle {height} x {width} at ({r0}, {c0}), {strips} strips of {strip} rows",
+                           sync)
+        finally:
+            reported = watch.stop() if watch is not None else 0
+        if progress is not None and sync and height * width > reported:
+            progress(height * width - reported)
         return best, last, dir_bytes
 
     def full_boundaries(self):
@@ -222,7 +302,8 @@ def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
     return query, target
 
 
-def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0) -> PairScore:
+def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
+               progress=None) -> PairScore:
     """Optimal score and end cell of one pair, computed on the GPU.
 
     Parameters
@@ -235,6 +316,9 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         ``'local'``, ``'global'`` or ``'semiglobal'``.
     device : int
         CUDA device ordinal (counted inside CUDA_VISIBLE_DEVICES).
+    progress : callable, optional
+        Called (from a helper thread too) with DP cells as the sweep computes them,
+        ``m * n`` in all (see :meth:`_Sweep.run`).
 
     Returns
     -------
@@ -248,10 +332,11 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     GpuMemoryError
         The sequences and hand-over rows do not fit in free GPU memory.
     """
-    return _score(query_codes, target_codes, scheme, mode, device)
+    return _score(query_codes, target_codes, scheme, mode, device, progress=progress)
 
 
-def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_capability=None):
+def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_capability=None,
+           progress=None):
     """:func:`score_pair` with the kernel variant forced (rows per lane, DPX by compute capability)."""
     import cupy
 
@@ -264,7 +349,8 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
         sweep = _Sweep(query, target, scheme, mode, device, compute_capability)
         rows = rows or _rows_per_lane(m, sweep.multiprocessors)
         best, last, _ = sweep.run(0, 0, m, n, *sweep.full_boundaries(), rows,
-                                  track_best=sweep.local, last_row=0 if sweep.local else m)
+                                  track_best=sweep.local, last_row=0 if sweep.local else m,
+                                  progress=progress)
         return sweep.end_cell(best, last)
 
 
@@ -701,7 +787,7 @@ def plan_memory(m: int, n: int, budget: int, multiprocessors: int, local: bool =
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
                memory_budget: int | None = None, *, checkpoint_every: int | None = None,
                intervals: tuple | None = None, profile: dict | None = None,
-               limit_pool: bool = True) -> PairAlignment:
+               limit_pool: bool = True, progress=None) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR, computed on the GPU in bounded memory.
 
     Parameters
@@ -736,6 +822,11 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         limit is process-wide: callers that align on several threads at once
         (local placement on several streams) pass ``False`` and give each
         alignment its share of the memory as ``memory_budget``.
+    progress : callable, optional
+        Called (from a helper thread too) with DP cells as they are computed: the
+        score pass's ``m * n`` while it runs (see :meth:`_Sweep.run`), then each
+        deeper level's region sweep and each window of re-solved chunks as it ends
+        (``profile`` counts them as ``region_cells`` and ``chunk_cells``).
 
     Returns
     -------
@@ -770,7 +861,7 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         if limit_pool:
             pool.set_limit(size=pool.used_bytes() + budget)
         try:
-            return _align_planned(query, target, scheme, mode, device, plan, started, profile)
+            return _align_planned(query, target, scheme, mode, device, plan, started, profile, progress)
         except cupy.cuda.memory.OutOfMemoryError as exc:
             raise kernels.GpuMemoryError(
                 f"aligning {m} x {n} went past the GPU memory budget of {budget / 2**20:.0f} MiB "
@@ -780,7 +871,42 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
                 pool.set_limit(size=old_limit)
 
 
-PROFILE_SUMS = ("region_sweeps", "windows", "chunks_solved", "chunks_traced")
+def traceback_cells(m: int, n: int, plan: MemoryPlan) -> int:
+    """Estimated DP cells of an alignment's phases 2 and 3 under ``plan`` (a progress bar's total).
+
+    A path crosses at most ``ceil(m / e) + ceil(n / e) - 1`` chunks of side ``e``: each
+    deeper level sweeps that many chunks of the level above, and the leaves re-solve
+    ``wa x wb`` chunks per window, a window for about every ``wa + wb - 1`` chunks the
+    path crosses. Paths that end early (local, semiglobal) cost less.
+    """
+    def crossed(e: int) -> int:
+        return -(-m // e) + -(-n // e) - 1
+
+    sides = _level_sides(m, n, plan.intervals)
+    cells = sum(crossed(e) * h * w for e, (h, w) in zip(plan.intervals[:-1], sides[1:]))
+    leaf = plan.intervals[-1]
+    h, w = sides[-1]
+    wa, wb = min(plan.window, -(-h // leaf)), min(plan.window, -(-w // leaf))
+    windows = -(-crossed(leaf) // (wa + wb - 1))
+    return cells + windows * wa * wb * min(leaf, h) * min(leaf, w)
+
+
+def align_cells(m: int, n: int, scheme: ScoringScheme, mode: str, device: int = 0,
+                memory_budget: int | None = None) -> int:
+    """DP cells :func:`align_pair` computes for an ``m x n`` pair, estimated: the score pass's
+    ``m * n`` plus :func:`traceback_cells` of the plan it would take now (a progress bar's total)."""
+    import cupy
+
+    with cupy.cuda.Device(device):
+        budget = memory_budget if memory_budget is not None else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION)
+        try:
+            plan = plan_memory(m, n, budget, probe(device).multiprocessors, mode == "local", scheme.alphabet.size)
+        except kernels.GpuMemoryError:
+            return m * n  # the alignment will say so
+    return m * n + traceback_cells(m, n, plan)
+
+
+PROFILE_SUMS = ("region_sweeps", "region_cells", "windows", "chunks_solved", "chunk_cells", "chunks_traced")
 """Counts of :func:`align_pair`'s profile that :func:`add_profile` sums (besides every ``*_s``)."""
 
 
@@ -841,9 +967,9 @@ class _Region:
 class _Traceback:
     """Phases 2 and 3 under a :class:`MemoryPlan`: one workspace per level, reused by every region."""
 
-    def __init__(self, sweep: _Sweep, plan: MemoryPlan, timing: dict):
+    def __init__(self, sweep: _Sweep, plan: MemoryPlan, timing: dict, progress=None):
         cp = sweep.cupy
-        self.sweep, self.plan, self.timing = sweep, plan, timing
+        self.sweep, self.plan, self.timing, self.progress = sweep, plan, timing, progress
         self.sides = _level_sides(sweep.m, sweep.n, plan.intervals)
         self.buffers = []
         for (h, w), e, r in zip(self.sides, plan.intervals, plan.rows_per_lane):
@@ -890,8 +1016,9 @@ class _Traceback:
             rows = self.checkpoints(level, region)
             sweep.run(region.r0, region.c0, region.height, region.width, region.top_h, region.top_f,
                       region.left_h, region.left_e, rows, row_ckpt=region.row_ckpt,
-                      col_ckpt=region.col_ckpt, every=region.every)
+                      col_ckpt=region.col_ckpt, every=region.every, progress=self.progress)
             self.timing["region_sweeps"] += 1
+            self.timing["region_cells"] += region.height * region.width
             self.timing["region_s"] += time.perf_counter() - started
         if level == len(self.plan.intervals) - 1:
             return self.leaf_walk(region, cursor)
@@ -973,6 +1100,10 @@ class _Traceback:
                                            sync=False, dirs_out=self.dir_pool[slot:slot + self.chunk_bytes])
                 solved[(pr, pc)] = _Chunk(pr, pc, height, width, dirs)
         kernels.synchronize(f"re-solving the chunks up and left of cell ({i}, {j})")
+        cells = sum(chunk.height * chunk.width for chunk in solved.values())
+        self.timing["chunk_cells"] += cells
+        if self.progress is not None:
+            self.progress(cells)
         return solved
 
 
@@ -1002,19 +1133,22 @@ class _Pass:
     """Phase 1 of an alignment under a plan (the score pass with level-0 checkpoints), kept so
     that phases 2 and 3 (:meth:`finish`) can follow at once or later."""
 
-    def __init__(self, query, target, scheme, mode, device, plan: MemoryPlan, started: float):
+    def __init__(self, query, target, scheme, mode, device, plan: MemoryPlan, started: float,
+                 progress=None):
         m, n = len(query), len(target)
         warm_walk()
         self.plan = plan
         self.sweep = sweep = _Sweep(query, target, scheme, mode, device)
-        self.timing = {"region_sweeps": 0, "region_s": 0.0, "windows": 0, "chunks_solved": 0,
-                       "chunks_traced": 0, "solve_s": 0.0, "copy_s": 0.0, "trace_s": 0.0}
-        self.traceback = _Traceback(sweep, plan, self.timing)
+        self.timing = {"region_sweeps": 0, "region_s": 0.0, "region_cells": 0, "windows": 0,
+                       "chunks_solved": 0, "chunk_cells": 0, "chunks_traced": 0, "solve_s": 0.0,
+                       "copy_s": 0.0, "trace_s": 0.0}
+        self.traceback = _Traceback(sweep, plan, self.timing, progress)
         self.top = top = _Region(0, 0, m, n, *sweep.full_boundaries())
         rows = self.traceback.checkpoints(0, top)
         best, last, _ = sweep.run(0, 0, m, n, top.top_h, top.top_f, top.left_h, top.left_e, rows,
                                   track_best=sweep.local, last_row=0 if sweep.local else m,
-                                  row_ckpt=top.row_ckpt, col_ckpt=top.col_ckpt, every=top.every)
+                                  row_ckpt=top.row_ckpt, col_ckpt=top.col_ckpt, every=top.every,
+                                  progress=progress)
         self.end = sweep.end_cell(best, last)
         self.score_pass_s = time.perf_counter() - started
 
@@ -1040,9 +1174,10 @@ class _Pass:
         return result
 
 
-def _align_planned(query, target, scheme, mode, device, plan: MemoryPlan, started: float, profile):
+def _align_planned(query, target, scheme, mode, device, plan: MemoryPlan, started: float, profile,
+                   progress=None):
     """:func:`align_pair` on the current device under ``plan``; fills ``profile`` when given."""
-    return _Pass(query, target, scheme, mode, device, plan, started).finish(profile)
+    return _Pass(query, target, scheme, mode, device, plan, started, progress).finish(profile)
 
 
 class LongPairSession:
@@ -1062,12 +1197,14 @@ class LongPairSession:
     Use as a context manager (:func:`long_pair_session`); the session is on one
     device, one scheme and one mode. ``profile`` (a dict) gets the phase seconds
     summed (:func:`add_profile`), with ``score_passes`` counting the score passes and
-    ``kept_hits`` the alignments that reused one.
+    ``kept_hits`` the alignments that reused one. ``progress`` gets DP cells as they are
+    computed, as in :func:`align_pair`.
     """
 
     def __init__(self, scheme: ScoringScheme, mode: str, device: int = 0, memory_budget: int | None = None,
-                 keep: int = 2, profile: dict | None = None):
+                 keep: int = 2, profile: dict | None = None, progress=None):
         self.scheme, self.mode, self.device, self.keep, self.profile = scheme, mode, device, max(1, keep), profile
+        self.progress = progress
         self.memory_budget = memory_budget
         self.kept: dict = {}
 
@@ -1105,9 +1242,10 @@ class LongPairSession:
                 kernels.check_memory(plan.bytes, f"scoring {m} x {n} for its alignment")
             except kernels.GpuMemoryError:
                 # Too long to keep within a share of the budget: score only, align from scratch later.
-                return score_pair(query, target, self.scheme, self.mode, self.device)
+                return score_pair(query, target, self.scheme, self.mode, self.device, self.progress)
             try:
-                scored = _Pass(query, target, self.scheme, self.mode, self.device, plan, started)
+                scored = _Pass(query, target, self.scheme, self.mode, self.device, plan, started,
+                               self.progress)
             except cupy.cuda.memory.OutOfMemoryError as exc:
                 raise kernels.GpuMemoryError(f"scoring {m} x {n} went past the GPU memory budget of "
                                              f"{self.memory_budget / 2**20:.0f} MiB: {exc}") from exc
@@ -1126,7 +1264,7 @@ class LongPairSession:
         if scored is None:
             self.kept.clear()
             result = align_pair(query_codes, target_codes, self.scheme, self.mode, self.device,
-                                self.memory_budget, profile=profile)
+                                self.memory_budget, profile=profile, progress=self.progress)
             if profile:
                 self.profile["score_passes"] = self.profile.get("score_passes", 0) + 1
         else:
@@ -1141,9 +1279,9 @@ class LongPairSession:
 
 
 def long_pair_session(scheme: ScoringScheme, mode: str, device: int = 0, memory_budget: int | None = None,
-                      keep: int = 2, profile: dict | None = None) -> LongPairSession:
+                      keep: int = 2, profile: dict | None = None, progress=None) -> LongPairSession:
     """A :class:`LongPairSession` (use with ``with``): one score pass for a pair scored, then aligned."""
-    return LongPairSession(scheme, mode, device, memory_budget, keep, profile)
+    return LongPairSession(scheme, mode, device, memory_budget, keep, profile, progress)
 
 
 CHUNK_ROWS_PER_LANE = 2

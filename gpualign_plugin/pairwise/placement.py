@@ -325,9 +325,10 @@ class _Engine:
     """Score passes and alignments of one query at a time on the resolved backend.
 
     ``gpu_memory`` (GPU only) bounds each alignment's memory (see
-    :func:`gpualign_plugin.pairwise.gpu.align_pair`). On the CPU, ``on_progress`` (if
-    given) is called with DP cells as they are computed: each score pass, and the
-    end-cell pass and traceback bands of each alignment.
+    :func:`gpualign_plugin.pairwise.gpu.align_pair`). ``on_progress`` (if given; from a
+    helper thread too on the GPU) is called with DP cells as they are computed: each score
+    pass (on the GPU while it runs), and each alignment's passes (CPU: end-cell pass and
+    traceback bands; GPU: score pass, region sweeps and chunk windows).
     """
 
     def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None,
@@ -361,7 +362,7 @@ class _Engine:
         if self.session is not None:
             return self.session.score(where, q, t)
         if self.gpu is not None:
-            return self.gpu.score_pair(q, t, self.scheme, "local", self.device)
+            return self.gpu.score_pair(q, t, self.scheme, "local", self.device, self.on_progress)
         found = self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads)
         if self.on_progress is not None:
             self.on_progress(len(q) * len(t))
@@ -382,7 +383,8 @@ class _Engine:
         elif self.gpu is not None:
             profile = {} if self.gpu_profile is not None else None
             pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device,
-                                       memory_budget=self.gpu_memory, profile=profile)
+                                       memory_budget=self.gpu_memory, profile=profile,
+                                       progress=self.on_progress)
             if profile:
                 self.gpu.add_profile(self.gpu_profile, profile)
         else:
@@ -473,10 +475,12 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         On the GPU, filled with the alignments' phase seconds summed
         (:func:`gpualign_plugin.pairwise.gpu.add_profile`).
     on_progress : callable, optional
-        CPU engine: called with DP cells as they are computed (every score pass,
-        and each alignment's end-cell pass and traceback bands), so a progress
-        bar moves inside one long query; ``on_cells`` still counts the score
-        passes per query. Not called on the GPU engine.
+        Called with DP cells as they are computed, so a progress bar moves inside
+        one long query: on the CPU every score pass and each alignment's end-cell
+        pass and traceback bands; on the GPU (from helper threads too) each score
+        pass while it runs (one query) or each round's multi-pair score call as it
+        ends (several queries), and each alignment's score pass, region sweeps and
+        chunk windows. ``on_cells`` still counts the score passes per query.
 
     Returns
     -------
@@ -502,7 +506,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         if not gpu.accepts(scheme):
             engine_name = "cpu"
     engine = _Engine(scheme, engine_name, device, threads, gpu_memory, gpu_profile,
-                     on_progress=on_progress if engine_name == "cpu" else None)
+                     on_progress=on_progress)
     database = (sum(len(t) for t in targets), len(targets))
     for query in queries:
         for target in targets:
@@ -533,7 +537,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     session = contextlib.nullcontext()
     if engine.gpu is not None:
         session = engine.session = engine.gpu.long_pair_session(scheme, "local", device, gpu_memory,
-                                                                SESSION_CANDIDATES, gpu_profile)
+                                                                SESSION_CANDIDATES, gpu_profile,
+                                                                on_progress)
     placed: list[Alignment] = []
     with session:
         for query in queries:
@@ -587,6 +592,8 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
 
     gpu, scheme, device = engine.gpu, engine.scheme, engine.device
     scorer = gpu.PairScorer([t.codes for t in targets], scheme, device, engine.gpu_memory)
+    if engine.on_progress is not None:
+        scorer = _CountedScorer(scorer, engine.on_progress)
     profiles: list[dict] = []
     budget = [0]
 
@@ -599,7 +606,7 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
         profile = {} if engine.gpu_profile is not None else None
         with cupy.cuda.Device(device), cupy.cuda.Stream(non_blocking=True):
             pair = gpu.align_pair(q, t, scheme, "local", device, memory_budget=budget[0],
-                                  profile=profile, limit_pool=False)
+                                  profile=profile, limit_pool=False, progress=engine.on_progress)
         if profile:
             profiles.append(profile)
         return pair
@@ -614,6 +621,23 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
         engine.gpu_profile.update(score_launches=scorer.launches, score_s=scorer.seconds,
                                   swept_cells=scorer.swept_cells)
     return placed
+
+
+class _CountedScorer:
+    """A :class:`~gpualign_plugin.pairwise.gpu.PairScorer` that reports the cells of each
+    :meth:`score` call (its pairs' rows times columns) to ``progress`` when it returns."""
+
+    def __init__(self, scorer, progress: Callable[[int], None]):
+        self.scorer, self.progress = scorer, progress
+
+    def __getattr__(self, name):
+        return getattr(self.scorer, name)
+
+    def score(self, pairs: list) -> list[PairScore]:
+        """``scorer.score(pairs)``, then ``progress`` of their cells."""
+        found = self.scorer.score(pairs)
+        self.progress(sum(len(q) * (t1 - t0) for q, _, t0, t1 in pairs))
+        return found
 
 
 def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: list,

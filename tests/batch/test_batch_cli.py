@@ -203,3 +203,31 @@ def test_no_pairs_align_to_nothing_without_loading_the_cpu_kernel(monkeypatch):
     assert api.align_batch([], ScoringScheme.dna(), "local") == []
     with pytest.raises(AssertionError):
         api.align_batch([(np.zeros(3, np.uint8), np.zeros(4, np.uint8))], ScoringScheme.dna(), "local")
+
+
+def test_batch_progress_counts_every_pairs_cells_on_both_strands():
+    """The CPU engine reports each group's cells (both strands); a long pair's engine reports
+    more than m n (score pass and traceback): the batch passes on exactly m n of it."""
+    from gpualign_plugin.batch.api import _Capped, align_batch, align_batch_strands
+
+    rng = np.random.default_rng(4)
+    pairs = [(rng.integers(0, 4, m).astype(np.uint8), rng.integers(0, 4, n).astype(np.uint8))
+             for m, n in [(30, 40), (1, 9), (120, 64)]]
+    reports = []
+    both = align_batch_strands(pairs, DNA, "local", "both", progress=reports.append)
+    assert both == align_batch_strands(pairs, DNA, "local", "both")
+    assert sum(reports) == 2 * sum(len(q) * len(t) for q, t in pairs)
+    reports.clear()
+    assert align_batch(pairs, DNA, "global", progress=reports.append) == align_batch(pairs, DNA, "global")
+    assert sum(reports) == sum(len(q) * len(t) for q, t in pairs)
+    passed = []
+    capped = _Capped(100, passed.append)
+    for cells in (30, 50, 40, 25):
+        capped(cells)
+    capped.finish()
+    assert passed == [30, 50, 20] and sum(passed) == 100
+    short = []
+    capped = _Capped(100, short.append)
+    capped(60)
+    capped.finish()
+    assert short == [60, 40]

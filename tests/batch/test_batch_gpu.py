@@ -138,3 +138,20 @@ def test_reference_workload_and_cli_files_equal_cpu(tmp_path):
     strip = [line for line in (tmp_path / "cpu.sam").read_text().splitlines() if not line.startswith("@PG")]
     assert [line for line in (tmp_path / "gpu.sam").read_text().splitlines()
             if not line.startswith("@PG")] == strip
+
+
+def test_progress_per_launch_and_inside_a_long_pair():
+    """Launches cut small by the budget each report their pairs' cells, and a pair past
+    MAX_PAIR_CELLS reports from the long-pair engine; in all exactly m n a pair, and the
+    results are those computed without progress."""
+    rng = np.random.default_rng(23)
+    pairs = [(rng.integers(0, 4, int(rng.integers(200, 600))).astype(np.uint8),
+              rng.integers(0, 4, int(rng.integers(200, 600))).astype(np.uint8)) for _ in range(40)]
+    long_q = rng.integers(0, 4, 5000).astype(np.uint8)
+    pairs.append((long_q, long_q[::-1].copy()))  # 25 M cells: the long-pair engine
+    reports = []
+    got = align_batch_gpu(pairs, DNA, "local", memory_budget=2 * 2**20, progress=reports.append)
+    assert got == align_batch_gpu(pairs, DNA, "local", memory_budget=2 * 2**20)
+    assert got == align_batch(pairs, DNA, "local")
+    assert sum(reports) == sum(len(q) * len(t) for q, t in pairs)
+    assert len(reports) >= 4 and min(reports) > 0

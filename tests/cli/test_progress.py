@@ -118,3 +118,44 @@ def test_one_long_pair_moves_the_heartbeat(monkeypatch):
     counts = [float(x[:-1]) * 1000 if x.endswith("k") else float(x) for x in done]
     assert counts == sorted(counts) and len(set(counts)) == len(counts)
     assert progress.done == progress.total
+
+
+@pytest.mark.gpu
+def test_one_long_gpu_pair_moves_the_bar_of_the_cli(tmp_path, monkeypatch):
+    """`gpualign pairwise --backend gpu` on ONE 400 kbp pair (local placement, both strands): the
+    bar's count grows while each score kernel runs and through the traceback (lines taken at
+    every report, not by the clock), and the PAF is the placement computed without progress."""
+    import numpy as np
+
+    from gpualign_plugin.cli.bench import related_pair
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.paf import write_paf
+    from gpualign_plugin.pairwise import gpu
+    from gpualign_plugin.pairwise.api import place_local
+    from gpualign_plugin.scoring import ScoringScheme
+
+    monkeypatch.setattr(gpu, "POLL_SECONDS", 0.002)
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0")
+    q, t = related_pair(400_000, 400_000, 0.02, 13)
+    letters = np.frombuffer(b"ACGT", dtype=np.uint8)
+    for name, codes in (("q", q), ("t", t)):
+        (tmp_path / f"{name}.fa").write_text(f">{name}\n{letters[codes].tobytes().decode()}\n")
+    lines = []
+    original = Progress.advance
+
+    def advance(self, units: int = 1) -> None:
+        original(self, units)
+        lines.append(self.heartbeat_line())
+
+    monkeypatch.setattr(Progress, "advance", advance)
+    out = tmp_path / "out.paf"
+    assert main(["pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "-o", str(out),
+                 "--backend", "gpu"]) == 0
+    percents = [float(re.search(r"pairwise: ([\d.]+)% \(", line).group(1)) for line in lines]
+    assert percents == sorted(percents) and len({p for p in percents if 0 < p < 100}) >= 5, percents
+    scheme = ScoringScheme.dna()
+    expected = tmp_path / "expected.paf"
+    write_paf(str(expected), place_local([scheme.encode("q", letters[q].tobytes().decode())],
+                                         [scheme.encode("t", letters[t].tobytes().decode())], scheme,
+                                         backend="gpu"))
+    assert out.read_bytes() == expected.read_bytes()

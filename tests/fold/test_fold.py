@@ -90,6 +90,20 @@ def test_progress_adds_up_to_the_split_point_count(length):
     assert sum(reported) == fold_cells(length)
 
 
+@pytest.mark.parametrize("length", [1, 2, 3, 62, 63, 64, 65, 127, 128, 129, 300])
+def test_gpu_tile_diagonal_updates_add_up_to_the_split_point_count(length):
+    """The GPU engine's progress unit (a tile diagonal), by formula, against counting the cells:
+    W(i, j) = N(i, j - 1) tries j - i - 1 split points, tile (I, J) is 64 x 64."""
+    from gpualign_plugin.fold.gpu import TILE, diagonal_updates
+
+    sides = (length + TILE) // TILE
+    for d in range(sides):
+        counted = sum(j - i - 1 for i in range(length + 1) for j in range(i + 2, length + 1)
+                      if j // TILE - i // TILE == d)
+        assert diagonal_updates([length], d) == counted
+    assert sum(diagonal_updates([length, 7], d) for d in range(sides)) == fold_cells(length) + fold_cells(7)
+
+
 def test_cli_writes_rnafold_layout(tmp_path):
     fasta = tmp_path / "in.fa"
     fasta.write_text(">r1 some tRNA\nGGGAAAUCC\n>r2\ngggaaaucc\n")

@@ -72,3 +72,20 @@ def test_cli_gpu_file_equals_cpu_file(tmp_path):
         assert main(["fold", "--input", str(fasta), "--out", str(tmp_path / f"{backend}.dbn"),
                      "--min-loop", "3", "--backend", backend]) == 0
     assert (tmp_path / "gpu.dbn").read_bytes() == (tmp_path / "cpu.dbn").read_bytes()
+
+
+def test_progress_per_tile_diagonal_and_the_same_folds():
+    """A group of sequences reports every tile diagonal as it finishes: as many reports as the
+    longest sequence has tile diagonals, adding up to the split-point count of them all."""
+    from gpualign_plugin.fold.api import fold_cells
+
+    rng = random.Random(31)
+    texts = ["".join(rng.choice("ACGU") for _ in range(length)) for length in (2000, 700, 65, 1)]
+    reports = []
+    got = fold_many(texts, 0, "gpu", progress=reports.append)
+    assert got == fold_many(texts, 0, "gpu") == fold_many(texts, 0, "cpu")
+    assert len(reports) == (2000 + 64) // 64 and min(reports) > 0
+    assert sum(reports) == sum(fold_cells(len(text)) for text in texts)
+    one = []
+    assert fold(texts[0], 0, progress=one.append, backend="gpu") == got[0]
+    assert len(one) == 32 and sum(one) == fold_cells(2000)

@@ -179,3 +179,48 @@ def test_long_pair_score_equals_tiled_cpu_score_on_all_cores(mode, length):
     threads = numba.config.NUMBA_NUM_THREADS
     assert gpu().score_pair(q, t, BENCH_SCHEME, mode) == \
         cpu.score_pair(q, t, BENCH_SCHEME, mode, threads=threads)
+
+
+def test_progress_moves_during_one_long_pair_and_adds_up(monkeypatch):
+    """ONE 400 kbp pair through a heartbeat on a non-terminal stream: the score pass (one
+    kernel launch) reports cells while it runs -- a host thread reads the strips' ready
+    flags -- and the traceback each region sweep and window of chunks. The counts grow, add
+    up to m n plus the traceback's cells, and the alignment is the one computed without."""
+    import io
+    import re
+
+    from gpualign_plugin.cli.common import Progress
+
+    pairwise = gpu()
+    monkeypatch.setattr(pairwise, "POLL_SECONDS", 0.002)  # many looks during one ~0.1 s kernel
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0")  # lines taken at each report instead
+    q, t = related_pair(400_000, 400_000, 0.02, 11)
+    m, n = len(q), len(t)
+    reports, lines, profile = [], [], {}
+    with Progress(pairwise.align_cells(m, n, BENCH_SCHEME, "local"), "pairwise",
+                  stream=io.StringIO()) as bar:
+        def advance(cells: int) -> None:
+            reports.append(cells)
+            bar.advance(cells)
+            lines.append(bar.heartbeat_line())
+
+        got = pairwise.align_pair(q, t, BENCH_SCHEME, "local", profile=profile, progress=advance)
+    assert got == pairwise.align_pair(q, t, BENCH_SCHEME, "local")
+    assert min(reports) > 0
+    assert sum(reports) == m * n + profile["region_cells"] + profile["chunk_cells"]
+    cumulative = np.cumsum(reports).tolist()
+    during_score = sum(1 for c in cumulative if c < m * n)
+    assert during_score >= 3, reports  # several reports while the one score kernel ran
+    assert m * n in cumulative and len(cumulative) > during_score + 1  # then the traceback's
+    percents = [float(re.search(r"pairwise: ([\d.]+)% \(", line).group(1)) for line in lines]
+    assert percents == sorted(percents) and len(set(percents)) >= 4
+
+
+@pytest.mark.parametrize("mode", ["local", "global"])
+def test_progress_of_short_sweeps_comes_when_they_end(mode):
+    """Below POLL_CELLS no thread looks at the flags: one report of m n per score pass."""
+    q, t = related_pair(3000, 2000, 0.02, 12)
+    reports = []
+    assert gpu().score_pair(q, t, BENCH_SCHEME, mode, progress=reports.append) == \
+        gpu().score_pair(q, t, BENCH_SCHEME, mode)
+    assert reports == [len(q) * len(t)]

@@ -110,3 +110,43 @@ def test_model_prefers_fewer_bytes_only_among_near_fastest_plans():
                 if other.bytes + gpu.MEMORY_SLACK <= budget:
                     assert plan.seconds <= gpu.NEAR_FASTEST * other.seconds + 1e-9
     assert np.isfinite(plan.seconds)
+
+
+def test_flag_cells_counts_the_strips_that_handed_each_batch_over():
+    """A running sweep's progress from its ready flags: strips 0..K_c finished column batch c
+    (the larger entry of the two strip parities), capped at the rectangle's height."""
+    strip, height, width = 64, 300, 70  # 5 strips (the last one partial), 3 batches (32, 32, 6)
+    flags = np.full(6, -1, dtype=np.int32)
+    assert gpu.flag_cells(flags, strip, height, width) == 0
+    flags[[0, 1, 2]] = [2, 0, 0]  # strips 0 and 2 (even) published batches 0..2 at some point
+    flags[[3, 4]] = [1, 1]        # strip 1 (odd) published batches 0 and 1
+    # batch 0: strips 0..2 (192 rows); batch 1: 0..1 (128 rows); batch 2: strip 0 (64 rows).
+    assert gpu.flag_cells(flags, strip, height, width) == 192 * 32 + 128 * 32 + 64 * 6
+    flags[:3] = 4  # cannot exceed the height, even if (K + 1) strips would
+    flags[3:] = 3
+    assert gpu.flag_cells(flags, strip, height, width) == height * width
+    # It never decreases as entries grow, whichever parity moves.
+    rng = np.random.default_rng(3)
+    flags = np.full(2 * 40, -1, dtype=np.int32)
+    seen = 0
+    for _ in range(200):
+        k = rng.integers(0, len(flags))
+        flags[k] = min(flags[k] + rng.integers(1, 3), 30)
+        now = gpu.flag_cells(flags, 64, 31 * 64, 40 * 32)
+        assert now >= seen
+        seen = now
+
+
+@pytest.mark.parametrize("m, n", [(1000, 800), (40000, 40000), (10**6, 10**6)])
+def test_traceback_cells_of_a_plan(m, n):
+    """The progress bar's estimate of the traceback: a pair inside one window of chunks
+    re-solves about its own matrix once (whole chunks); a long one crosses (m + n) / e
+    chunks of each level, far fewer than m n cells."""
+    plan = gpu.plan_memory(m, n, 16 * GiB, 132)
+    cells = gpu.traceback_cells(m, n, plan)
+    leaf = plan.intervals[-1]
+    if max(m, n) <= leaf * plan.window:
+        assert m * n <= cells <= 2 * m * n
+    else:
+        assert 0 < cells < m * n
+        assert cells >= (m // leaf + n // leaf - 1) * leaf * leaf  # every crossed leaf chunk at least

@@ -75,3 +75,20 @@ def test_gpu_rounds_on_sliced_targets_equal_the_cpu_records(seed, monkeypatch):
     gpu = place_local(queries, targets, SCHEME, backend="gpu", gpu_profile=profile)
     assert gpu == place_local(queries, targets, SCHEME, backend="cpu")
     assert profile["score_launches"] > 0
+
+
+def test_gpu_placement_progress_moves_inside_one_query_and_changes_nothing():
+    """The GPU engine reports DP cells as they are computed, one query (a LongPairSession: its
+    score passes and alignments) and several (each round's multi-pair score call, and every
+    alignment's passes), and the records are those placed without progress."""
+    queries, targets = placement_case(3)
+    encoded_t = [SCHEME.encode(*t) for t in targets]
+    encoded_q = [SCHEME.encode(*q) for q in queries]
+    for chosen in (encoded_q[:1], encoded_q):
+        per_query, inside = [], []
+        placed = place_local(chosen, encoded_t, SCHEME, backend="gpu", on_cells=per_query.append,
+                             on_progress=inside.append)
+        assert placed == place_local(chosen, encoded_t, SCHEME, backend="gpu")
+        assert len(per_query) == len(chosen) and len(inside) > 4 and min(inside) > 0
+        if len(chosen) == 1:  # every score pass of the query, then its alignments' passes
+            assert sum(inside) > per_query[0] >= len(chosen[0]) * sum(len(t) for t in encoded_t) * 2
