@@ -636,7 +636,9 @@ class _CountedScorer:
     def score(self, pairs: list) -> list[PairScore]:
         """``scorer.score(pairs)``, then ``progress`` of their cells."""
         found = self.scorer.score(pairs)
-        self.progress(sum(len(q) * (t1 - t0) for q, _, t0, t1 in pairs))
+        cells = sum(len(q) * (t1 - t0) for q, _, t0, t1 in pairs)
+        if cells:
+            self.progress(cells)
         return found
 
 

@@ -61,9 +61,11 @@ class _CpuPairScorer:
     def __init__(self, targets):
         self.targets = targets
         self.pairs = 0
+        self.cells = 0
 
     def score(self, pairs):
         self.pairs += len(pairs)
+        self.cells += sum(len(q) * (t1 - t0) for q, _, t0, t1 in pairs)
         return [cpu.score_pair(q, self.targets[t].codes[t0:t1], SCHEME, "local") for q, t, t0, t1 in pairs]
 
 
@@ -113,13 +115,16 @@ def test_rounds_with_sliced_scores_and_windowed_alignments_give_the_cpu_records(
         plans.append((floor, placement._place_query(query, targets, ("+", "-"), significant, floor,
                                                     PARAMETERS, database)))
     scorer = _CpuPairScorer(targets)
-    cells = []
+    cells, reports = [], []
+    # The GPU engine's progress: each score call's cells, through the wrapper place_local uses.
+    counted = placement._CountedScorer(scorer, reports.append)
     placed = placement._place_in_rounds(
-        queries, targets, plans, SCHEME, scorer, lambda q, t: cpu.align_pair(q, t, SCHEME, "local"),
+        queries, targets, plans, SCHEME, counted, lambda q, t: cpu.align_pair(q, t, SCHEME, "local"),
         zdrop_bits * math.log(2) / PARAMETERS.lam, cells.append, workers=2)
     assert placed == expected and any(a.is_supplementary for a in placed)
-    assert scorer.pairs > 4 * len(queries) * 2 * len(targets)  # the targets were sliced
+    assert counted.pairs > 4 * len(queries) * 2 * len(targets)  # the targets were sliced
     assert len(cells) == len(queries)
+    assert len(reports) > 1 and min(reports) > 0 and sum(reports) == scorer.cells
 
 
 def test_slices_cover_every_interval_of_the_span():
