@@ -26,8 +26,7 @@ __all__ = ["MODES", "align_pair", "align_pair_on", "align_records", "align_seque
 def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,
                   mode: str = "local", strands: str = "both", min_score: int | None = None,
                   backend: str = "cpu", device: int = 0, pairs: list[tuple[str, str]] | None = None,
-                  threads: int = 1, on_pair_done: Callable[[int], None] | None = None,
-                  gpu_memory: int | None = None, gpu_profile: dict | None = None,
+                  threads: int = 1, gpu_memory: int | None = None, gpu_profile: dict | None = None,
                   on_cells: Callable[[int], None] | None = None) -> list[Alignment]:
     """Align queries to targets and place the results.
 
@@ -47,8 +46,6 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         Align only these pairs; default every query with every target.
     threads : int
         Pairs aligned concurrently on the CPU backend.
-    on_pair_done : callable, optional
-        Called with the number of DP cells of each finished (pair, strand).
     gpu_memory : int, optional
         GPU memory budget in bytes of each alignment (GPU backend; default a
         fraction of the free memory, see :func:`gpualign_plugin.pairwise.gpu.align_pair`).
@@ -87,8 +84,6 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
             from gpualign_plugin.pairwise import gpu
 
             gpu.add_profile(gpu_profile, profile)
-        if on_pair_done is not None:
-            on_pair_done(len(query) * len(target))
         return result
 
     workers = 1 if backend == "gpu" else max(1, threads)
