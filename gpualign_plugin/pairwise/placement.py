@@ -206,7 +206,7 @@ class _Slice:
     t1: int
 
 
-GPU_STREAMS = 64
+GPU_STREAMS = 16
 """Most alignments run at once on the GPU, each on its own CUDA stream from its own host thread:
 one alignment of a contig-sized window keeps only a few warps busy (docs/GPU.md, "Local
 placement", has the measurements)."""
