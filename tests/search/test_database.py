@@ -185,3 +185,24 @@ def test_makedb_alphabet_follows_the_records(tmp_path):
     assert run_cli("makedb", "--db", DB, "--out", tmp_path / "protein.gadb") == 0
     assert open_database(tmp_path / "dna.gadb").alphabet == DNA.name
     assert open_database(tmp_path / "protein.gadb").alphabet == PROTEIN.name
+
+
+def test_nucleotide_like_records_are_found_as_the_record_reader_finds_them():
+    # Records around the 90% / 10-letter thresholds, with stops ('*', not a letter) and lower case.
+    from gpualign_plugin.scoring import looks_like_nucleotide
+    from gpualign_plugin.search.database import _any_nucleotide_like
+
+    rng = np.random.default_rng(11)
+    pool = np.array(list("ACGTNacgtnMKVLWY*"))
+    records = ["ACGTACGTA", "ACGTACGTAC", "ACGTACGTA*C", "ACGTACGTAM", "ACGTACGTAMM", "*" * 12]
+    weights = np.r_[[0.09] * 10, [0.01] * 6, [0.04]]
+    records += ["".join(rng.choice(pool, int(rng.integers(1, 40)), p=weights)) for _ in range(300)]
+    for record in records:
+        text = np.frombuffer(record.encode("latin-1"), dtype=np.uint8)
+        offsets = np.array([0, len(text)], dtype=np.int64)
+        assert _any_nucleotide_like(text, offsets) == looks_like_nucleotide(record), record
+    flagged = sum(map(looks_like_nucleotide, records))
+    assert 20 < flagged < len(records) - 20  # both kinds, many of each
+    joined = np.frombuffer("".join(records).encode("latin-1"), dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(r) for r in records]).astype(np.int64)
+    assert _any_nucleotide_like(joined, offsets) == any(map(looks_like_nucleotide, records))
