@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from gpualign_plugin.model import Cigar
+from gpualign_plugin.model import RUN_OPS, Cigar
 from gpualign_plugin.scoring import NEG_INF
 
 LOCAL, GLOBAL, SEMIGLOBAL = 0, 1, 2
@@ -49,7 +49,7 @@ STATE_H, STATE_E, STATE_F = 0, 1, 2
 OP_MATCH, OP_MISMATCH, OP_INSERTION, OP_DELETION = 0, 1, 2, 3
 """Path operation codes: ``=``, ``X``, ``I`` (query residue vs gap), ``D`` (target residue vs gap)."""
 
-OP_LETTERS = "=XID"
+OP_LETTERS = RUN_OPS
 
 
 @njit(cache=True, nogil=True)

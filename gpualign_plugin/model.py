@@ -454,6 +454,59 @@ class PairAlignment:
 NO_PAIR_ALIGNMENT = PairAlignment(0, 0, 0, 0, 0, Cigar(()))
 """What a local alignment with no positive cell returns: score 0, empty CIGAR."""
 
+RUN_OPS = "=XID"
+"""The operation of each 2-bit code of :attr:`AlignmentColumns.runs` (the order of :data:`gpualign_plugin.gotoh.OP_LETTERS`)."""
+
+
+@dataclass
+class AlignmentColumns:
+    """Many :class:`PairAlignment` results as arrays, one row per pair (what the batch engines return).
+
+    Attributes
+    ----------
+    score, query_start, query_end, target_start, target_end : numpy.ndarray
+        ``int64``, one entry per pair, as in :class:`PairAlignment` (coordinates on the
+        sequences as given).
+    runs : numpy.ndarray
+        ``uint32`` CIGAR runs of every pair back to back, each in forward order
+        (along the target), coded ``length << 2 | op`` with ``op`` an index into
+        :data:`RUN_OPS`.
+    run_offsets : numpy.ndarray
+        ``int64``, ``len(self) + 1`` boundaries: pair ``k``'s runs are
+        ``runs[run_offsets[k]:run_offsets[k + 1]]``.
+
+    A local pair without an alignment has score 0, coordinates 0 and no runs, as
+    :data:`NO_PAIR_ALIGNMENT`.
+    """
+
+    score: np.ndarray
+    query_start: np.ndarray
+    query_end: np.ndarray
+    target_start: np.ndarray
+    target_end: np.ndarray
+    runs: np.ndarray
+    run_offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+    def run_counts(self) -> np.ndarray:
+        """``int64`` number of CIGAR runs of each pair."""
+        return np.diff(self.run_offsets)
+
+    def pairs(self) -> list[PairAlignment]:
+        """One :class:`PairAlignment` per pair, in order (equal to what the engines give pair by pair)."""
+        codes = self.runs.tolist()
+        # One (length, op) tuple per distinct code, shared by every run that has it.
+        table = {v: (v >> 2, RUN_OPS[v & 3]) for v in set(codes)}
+        runs = list(map(table.__getitem__, codes))
+        bounds = self.run_offsets.tolist()
+        return [NO_PAIR_ALIGNMENT if first == last and score == 0 else
+                PairAlignment(score, qs, qe, ts, te, Cigar(tuple(runs[first:last])))
+                for score, qs, qe, ts, te, first, last in zip(
+                    self.score.tolist(), self.query_start.tolist(), self.query_end.tolist(),
+                    self.target_start.tolist(), self.target_end.tolist(), bounds[:-1], bounds[1:])]
+
 
 @dataclass(frozen=True)
 class Hit:

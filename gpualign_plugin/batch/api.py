@@ -16,35 +16,27 @@ import numpy as np
 
 from gpualign_plugin import gotoh
 from gpualign_plugin.batch import cpu
-from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
+from gpualign_plugin.batch.columns import (SequencePairs, columns_from_pairs, empty_columns,
+                                           merge_columns, take_columns)
+from gpualign_plugin.model import NO_PAIR_ALIGNMENT, AlignmentColumns, PairAlignment, PairScore
 from gpualign_plugin.pairwise import api as pairwise
-from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
+from gpualign_plugin.scoring import ScoringScheme
 
 MODES = ("local", "global", "semiglobal")
 _MODE_CODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
+CPU_CHUNK_PAIRS = 4096
+"""Pairs :func:`align_columns` hands the CPU kernel at once (paces the progress reports)."""
 
 
-def _pack(pairs):
-    """Concatenated query and target codes with offsets."""
-    queries = [np.ascontiguousarray(q, dtype=np.uint8) for q, _ in pairs]
-    targets = [np.ascontiguousarray(t, dtype=np.uint8) for _, t in pairs]
-    q_offsets = np.zeros(len(pairs) + 1, dtype=np.int64)
-    t_offsets = np.zeros(len(pairs) + 1, dtype=np.int64)
-    np.cumsum([len(q) for q in queries], out=q_offsets[1:])
-    np.cumsum([len(t) for t in targets], out=t_offsets[1:])
-    empty = np.empty(0, dtype=np.uint8)
-    return (np.concatenate(queries) if queries else empty, q_offsets,
-            np.concatenate(targets) if targets else empty, t_offsets)
-
-
-def _check_batch(pairs, scheme: ScoringScheme, mode: str):
+def _check_batch(pairs: SequencePairs, scheme: ScoringScheme, mode: str) -> int:
+    """The mode's kernel code, once the mode and the score range of the longest pair are checked."""
     if mode not in _MODE_CODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if pairs:
+    if len(pairs):
         # The bound grows with m + n: the pair with the largest sum is the one to check.
-        q, t = max(pairs, key=lambda pair: len(pair[0]) + len(pair[1]))
-        scheme.check_score_range(len(q), len(t))
-    return np.ascontiguousarray(scheme.matrix, dtype=np.int32), _MODE_CODES[mode]
+        k = int(np.argmax(pairs.query_lengths + pairs.target_lengths))
+        scheme.check_score_range(int(pairs.query_lengths[k]), int(pairs.target_lengths[k]))
+    return _MODE_CODES[mode]
 
 
 def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
@@ -52,15 +44,156 @@ def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
 
     Uses ``numba.get_num_threads()`` threads; the result is in the order of ``pairs``.
     """
-    pairs = list(pairs)
-    matrix, mode_code = _check_batch(pairs, scheme, mode)
-    if not pairs:  # no Numba kernel to load (the GPU path asks this for its empty-sequence pairs)
-        return []
-    qs, q_offsets, ts, t_offsets = _pack(pairs)
-    out = np.empty((len(pairs), 3), dtype=np.int64)
+    packed = SequencePairs.from_list(list(pairs))
+    mode_code = _check_batch(packed, scheme, mode)
+    matrix = np.ascontiguousarray(scheme.matrix, dtype=np.int32)
+    qs, q_offsets = packed.packed_queries()
+    ts, t_offsets = packed.packed_targets()
+    out = np.empty((len(packed), 3), dtype=np.int64)
     cpu.score_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
                                scheme.gap_extend, mode_code, out)
     return [PairScore(int(s), int(qe), int(te)) for s, qe, te in out]
+
+
+def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
+                  device: int = 0, memory_budget: int | None = None, progress=None,
+                  profile: dict | None = None) -> AlignmentColumns:
+    """:func:`~gpualign_plugin.pairwise.api.align_pair` of every pair of ``pairs``, results as arrays.
+
+    The columnar form of :func:`align_batch` (same alignments, no Python object per
+    pair): what ``gpualign batch`` runs for millions of pairs.
+
+    Parameters
+    ----------
+    pairs : SequencePairs
+        Each pair's query and target as slices of two code arrays.
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    mode : str
+        ``'local'``, ``'global'`` or ``'semiglobal'``.
+    backend : {'cpu', 'gpu'}
+        ``'cpu'``: :data:`CPU_CHUNK_PAIRS` pairs at a time over ``numba.get_num_threads()``
+        threads, a full direction matrix per pair being aligned. ``'gpu'``: one warp per
+        pair (:func:`gpualign_plugin.batch.gpu.align_columns`) on ``device`` within
+        ``memory_budget`` bytes per launch; pairs above
+        :data:`gpualign_plugin.batch.gpu.MAX_PAIR_CELLS` go one at a time to the long-pair
+        engine and pairs with an empty sequence to the CPU kernel.
+    progress : callable, optional
+        Called with DP cells as they are done, ``m * n`` a pair in all: after each group
+        of pairs on the CPU, after each launch of the batch kernel on the GPU, and inside
+        each long pair while the long-pair engine's passes run (counted until they reach
+        the pair's ``m * n``).
+    profile : dict, optional
+        GPU only: kernel time and launches (see :func:`gpualign_plugin.batch.gpu.align_columns`).
+
+    Returns
+    -------
+    AlignmentColumns
+        In the order of ``pairs``, the same on both backends; a local pair without a
+        positive score has score 0 and no runs.
+    """
+    mode_code = _check_batch(pairs, scheme, mode)
+    if not len(pairs):  # no Numba kernel to load (the GPU path asks this for its empty-sequence pairs)
+        return empty_columns()
+    if backend == "gpu":
+        return _align_columns_gpu(pairs, scheme, mode, device, memory_budget, progress, profile)
+    if backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    matrix = np.ascontiguousarray(scheme.matrix, dtype=np.int32)
+    parts = []
+    for start in range(0, len(pairs), CPU_CHUNK_PAIRS):
+        index = np.arange(start, min(start + CPU_CHUNK_PAIRS, len(pairs)))
+        chunk = pairs.take(index)
+        qs, q_offsets = chunk.packed_queries()
+        ts, t_offsets = chunk.packed_targets()
+        ops_offsets = q_offsets + t_offsets
+        ops = np.empty(int(ops_offsets[-1]), dtype=np.uint8)
+        out = np.empty((len(chunk), 6), dtype=np.int64)
+        cpu.align_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
+                               scheme.gap_extend, mode_code, out, ops, ops_offsets)
+        runs, run_offsets = cpu.runs_from_ops(ops, ops_offsets, out[:, 5].copy())
+        parts.append((index, AlignmentColumns(*(out[:, c].copy() for c in range(5)), runs, run_offsets)))
+        if progress is not None:
+            progress(chunk.cells())
+    return merge_columns(len(pairs), parts)
+
+
+def _align_columns_gpu(pairs: SequencePairs, scheme, mode, device, memory_budget, progress,
+                       profile) -> AlignmentColumns:
+    from gpualign_plugin.batch import gpu
+
+    m, n = pairs.query_lengths, pairs.target_lengths
+    trivial = (m == 0) | (n == 0)
+    long_pairs = ~trivial & ((m * n > gpu.MAX_PAIR_CELLS) | (not gpu.accepts(scheme)))
+    batched = np.flatnonzero(~trivial & ~long_pairs)
+    parts = []
+    if len(batched):
+        parts.append((batched, gpu.align_columns(pairs.take(batched), scheme, mode, device,
+                                                 memory_budget, profile, progress)))
+    trivial = np.flatnonzero(trivial)
+    if len(trivial):
+        parts.append((trivial, align_columns(pairs.take(trivial), scheme, mode)))  # no cells
+    long_backend = "gpu" if pairwise.gpu_accepts(scheme) else "cpu"
+    long_results = []
+    for k in np.flatnonzero(long_pairs):
+        q = pairs.query_codes[pairs.query_starts[k]:][:m[k]]
+        t = pairs.target_codes[pairs.target_starts[k]:][:n[k]]
+        cells = _Capped(int(m[k] * n[k]), progress)
+        result = pairwise.align_pair_on(long_backend, q, t, scheme, mode, device,
+                                        progress=cells if progress is not None else None)
+        cells.finish()
+        long_results.append(NO_PAIR_ALIGNMENT if mode == "local" and result.score <= 0 else result)
+    if long_results:
+        parts.append((np.flatnonzero(long_pairs), columns_from_pairs(long_results)))
+    return merge_columns(len(pairs), parts)
+
+
+class _Capped:
+    """A progress callback that passes on at most ``total`` cells; :meth:`finish` passes on the
+    rest. A long pair counts ``m * n`` in a batch, while the long-pair engine reports every
+    pass it makes (score pass first, then the traceback's)."""
+
+    def __init__(self, total: int, progress: Callable[[int], None] | None):
+        self.left, self.progress = total, progress
+
+    def __call__(self, cells: int) -> None:
+        cells = min(cells, self.left)
+        if cells > 0 and self.progress is not None:
+            self.left -= cells
+            self.progress(cells)
+
+    def finish(self) -> None:
+        """Pass on the cells not reported yet."""
+        self(self.left)
+
+
+def align_strands_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str,
+                          strands: str = "plus", backend: str = "cpu", device: int = 0,
+                          progress=None, profile: dict | None = None
+                          ) -> tuple[AlignmentColumns, np.ndarray]:
+    """:func:`align_columns` on the strands asked for; the better strand per pair.
+
+    ``strands='both'`` (DNA only) also aligns the reverse complement of each query in
+    the same call to the engine and keeps the minus strand only where it scores
+    strictly higher, as :func:`align_batch_strands`. Returns the results and a
+    ``bool`` array, true where the minus strand was kept (its query coordinates are
+    on the reverse complement).
+
+    Raises
+    ------
+    InputError
+        ``'both'`` with a protein scheme.
+    """
+    signs = pairwise.strand_signs(strands, scheme)
+    count = len(pairs)
+    if len(signs) == 1:
+        return (align_columns(pairs, scheme, mode, backend, device, progress=progress,
+                              profile=profile), np.zeros(count, dtype=bool))
+    both = align_columns(pairs.with_minus_strand(), scheme, mode, backend, device,
+                         progress=progress, profile=profile)
+    minus = both.score[count:] > both.score[:count]
+    index = np.arange(count)
+    return take_columns(both, np.where(minus, index + count, index)), minus
 
 
 def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
@@ -73,35 +206,17 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
     while it is being aligned, so it suits many short pairs (the reference workload is
     1,000 pairs of 512 bp; use :func:`~gpualign_plugin.pairwise.api.align_pair` for long
     ones), with ``numba.get_num_threads()`` threads. Results are in the order of ``pairs``
-    and the same on both backends. ``progress`` gets the DP cells (``m * n`` a pair, in
-    all) as they are done: per launch and inside long pairs on the GPU
-    (:func:`align_batch_gpu`), at the end of the one kernel call on the CPU.
+    and the same on both backends (:func:`align_columns` is the same as arrays).
+    ``progress`` gets the DP cells (``m * n`` a pair, in all) as they are done: per launch
+    and inside long pairs on the GPU (:func:`align_batch_gpu`), per group of
+    :data:`CPU_CHUNK_PAIRS` pairs on the CPU.
     """
     if backend == "gpu":
         return align_batch_gpu(pairs, scheme, mode, device, progress=progress)
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
-    pairs = list(pairs)
-    matrix, mode_code = _check_batch(pairs, scheme, mode)
-    if not pairs:  # no Numba kernel to load (the GPU path asks this for its empty-sequence pairs)
-        return []
-    qs, q_offsets, ts, t_offsets = _pack(pairs)
-    ops_offsets = q_offsets + t_offsets
-    ops = np.empty(int(ops_offsets[-1]), dtype=np.uint8)
-    out = np.empty((len(pairs), 6), dtype=np.int64)
-    cpu.align_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
-                               scheme.gap_extend, mode_code, out, ops, ops_offsets)
-    if progress is not None:
-        progress(sum(len(q) * len(t) for q, t in pairs))
-    results = []
-    for k, (score, q_start, q_end, t_start, t_end, n_ops) in enumerate(out):
-        if mode_code == gotoh.LOCAL and score <= 0:
-            results.append(NO_PAIR_ALIGNMENT)
-            continue
-        path = ops[ops_offsets[k]:ops_offsets[k] + n_ops]
-        results.append(PairAlignment(int(score), int(q_start), int(q_end), int(t_start),
-                                     int(t_end), gotoh.cigar_from_ops(path)))
-    return results
+    return align_columns(SequencePairs.from_list(list(pairs)), scheme, mode,
+                         progress=progress).pairs()
 
 
 def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
@@ -141,51 +256,8 @@ def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
     it takes the scheme), and pairs with an empty sequence to the CPU kernel. The
     search engine's top hits can be aligned through this function.
     """
-    from gpualign_plugin.batch import gpu
-
-    pairs = list(pairs)
-    _check_batch(pairs, scheme, mode)
-    results: list = [None] * len(pairs)
-    batched, trivial, long_pairs = [], [], []
-    for k, (q, t) in enumerate(pairs):
-        if len(q) == 0 or len(t) == 0:
-            trivial.append(k)
-        elif len(q) * len(t) > gpu.MAX_PAIR_CELLS or not gpu.accepts(scheme):
-            long_pairs.append(k)
-        else:
-            batched.append(k)
-    for k, result in zip(batched, gpu.align_batch([pairs[k] for k in batched], scheme, mode, device,
-                                                  memory_budget, progress=progress)):
-        results[k] = result
-    for k, result in zip(trivial, align_batch([pairs[k] for k in trivial], scheme, mode)):
-        results[k] = result  # no cells
-    long_backend = "gpu" if pairwise.gpu_accepts(scheme) else "cpu"
-    for k in long_pairs:
-        cells = _Capped(len(pairs[k][0]) * len(pairs[k][1]), progress)
-        result = pairwise.align_pair_on(long_backend, pairs[k][0], pairs[k][1], scheme, mode, device,
-                                        progress=cells if progress is not None else None)
-        cells.finish()
-        results[k] = NO_PAIR_ALIGNMENT if mode == "local" and result.score <= 0 else result
-    return results
-
-
-class _Capped:
-    """A progress callback that passes on at most ``total`` cells; :meth:`finish` passes on the
-    rest. A long pair counts ``m * n`` in a batch, while the long-pair engine reports every
-    pass it makes (score pass first, then the traceback's)."""
-
-    def __init__(self, total: int, progress: Callable[[int], None] | None):
-        self.left, self.progress = total, progress
-
-    def __call__(self, cells: int) -> None:
-        cells = min(cells, self.left)
-        if cells > 0 and self.progress is not None:
-            self.left -= cells
-            self.progress(cells)
-
-    def finish(self) -> None:
-        """Pass on the cells not reported yet."""
-        self(self.left)
+    return align_columns(SequencePairs.from_list(list(pairs)), scheme, mode, "gpu", device,
+                         memory_budget, progress).pairs()
 
 
 def align_batch_strands(pairs, scheme: ScoringScheme, mode: str, strands: str = "plus",
@@ -217,11 +289,6 @@ def align_batch_strands(pairs, scheme: ScoringScheme, mode: str, strands: str = 
     InputError
         ``'both'`` with a protein scheme.
     """
-    pairs = list(pairs)
-    signs = pairwise.strand_signs(strands, scheme)
-    if len(signs) == 1:
-        return [("+", result) for result in align_batch(pairs, scheme, mode, backend, device, progress)]
-    aligned = align_batch(pairs + [(reverse_complement_codes(np.asarray(q)), t) for q, t in pairs],
-                          scheme, mode, backend, device, progress)
-    return [("-", minus) if minus.score > plus.score else ("+", plus)
-            for plus, minus in zip(aligned[:len(pairs)], aligned[len(pairs):])]
+    columns, minus = align_strands_columns(SequencePairs.from_list(list(pairs)), scheme, mode,
+                                           strands, backend, device, progress)
+    return [("-" if sign else "+", pair) for sign, pair in zip(minus.tolist(), columns.pairs())]

@@ -93,3 +93,60 @@ def align_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, g
         out[k, 3] = ts
         out[k, 4] = te
         out[k, 5] = n_ops
+
+
+@njit(cache=True, parallel=True)
+def runs_from_ops(ops, ops_offsets, n_ops):
+    """CIGAR runs (``length << 2 | op``, forward order) of every pair from its path operations.
+
+    Pair ``k``'s ``n_ops[k]`` operations are ``ops[ops_offsets[k]:]``, end to start (as
+    :func:`align_batch_kernel` writes them). Returns ``(runs, run_offsets)`` in the layout
+    of :class:`gpualign_plugin.model.AlignmentColumns`.
+    """
+    count = n_ops.shape[0]
+    counts = np.zeros(count, np.int64)
+    for k in prange(count):
+        first = ops_offsets[k]
+        c = 0
+        for x in range(n_ops[k]):
+            if x == 0 or ops[first + x] != ops[first + x - 1]:
+                c += 1
+        counts[k] = c
+    run_offsets = np.zeros(count + 1, np.int64)
+    run_offsets[1:] = np.cumsum(counts)
+    runs = np.empty(run_offsets[count], np.uint32)
+    for k in prange(count):
+        first = ops_offsets[k]
+        slot = run_offsets[k + 1]
+        x = 0
+        while x < n_ops[k]:
+            op = ops[first + x]
+            y = x + 1
+            while y < n_ops[k] and ops[first + y] == op:
+                y += 1
+            slot -= 1
+            runs[slot] = np.uint32(((y - x) << 2) | op)
+            x = y
+    return runs, run_offsets
+
+
+@njit(cache=True, parallel=True)
+def gather_segments(data, starts, counts, reverse):
+    """Segments ``data[starts[k]:starts[k] + counts[k]]`` back to back (each reversed when ``reverse``).
+
+    Returns ``(out, offsets)``: segment ``k`` is ``out[offsets[k]:offsets[k + 1]]``.
+    """
+    count = counts.shape[0]
+    offsets = np.zeros(count + 1, np.int64)
+    offsets[1:] = np.cumsum(counts)
+    out = np.empty(offsets[count], data.dtype)
+    for k in prange(count):
+        first = starts[k]
+        base = offsets[k]
+        length = counts[k]
+        if reverse:
+            for x in range(length):
+                out[base + x] = data[first + length - 1 - x]
+        else:
+            out[base:base + length] = data[first:first + length]
+    return out, offsets

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpualign_plugin import gotoh
-from gpualign_plugin.model import NO_PAIR_ALIGNMENT, Cigar, PairAlignment
+from gpualign_plugin.batch.columns import SequencePairs, empty_columns, merge_columns
+from gpualign_plugin.model import AlignmentColumns, PairAlignment
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.kernels import GpuMemoryError
 from gpualign_plugin.scoring import ScoringScheme
@@ -37,6 +38,8 @@ WARPS_PER_BLOCK = 4
 MAX_PAIR_CELLS = 1 << 24
 """Largest ``m * n`` aligned here (8 MiB of direction codes); larger pairs go to the long-pair engine."""
 MAX_ALPHABET = 32
+LAUNCH_PAIRS = 1 << 17
+"""Most pairs in one launch (:func:`align_columns` overlaps the host's work with the next launch)."""
 _MODE_CODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
 
 
@@ -64,11 +67,26 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
                 progress=None) -> list[PairAlignment]:
     """Align every ``(query_codes, target_codes)`` pair on the GPU, with traceback.
 
+    :func:`align_columns` of the pairs, as one :class:`PairAlignment` each (in the
+    order of ``pairs``, identical to :func:`gpualign_plugin.batch.api.align_batch` on
+    the CPU); ``pairs`` is a sequence of ``uint8`` code arrays, each pair of 1 to
+    :data:`MAX_PAIR_CELLS` cells. ``progress`` is called after each launch with its DP
+    cells (``m * n`` of its pairs).
+    """
+    return align_columns(SequencePairs.from_list(list(pairs)), scheme, mode, device, memory_budget,
+                         profile, progress).pairs()
+
+
+def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, device: int = 0,
+                  memory_budget: int | None = None, profile: dict | None = None,
+                  progress=None, launch_pairs: int = LAUNCH_PAIRS) -> AlignmentColumns:
+    """Align every pair of ``pairs`` on the GPU, with traceback; results as arrays.
+
     Parameters
     ----------
-    pairs : sequence of (numpy.ndarray, numpy.ndarray)
-        ``uint8`` codes; every query and target at least one residue long and
-        ``m * n`` at most :data:`MAX_PAIR_CELLS`.
+    pairs : SequencePairs
+        Every query and target at least one residue long and ``m * n`` at most
+        :data:`MAX_PAIR_CELLS`.
     scheme : ScoringScheme
         Substitution matrix (any ``int32`` scores, alphabet up to 32 letters) and gap costs;
         the caller has checked the score range.
@@ -83,13 +101,16 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
         When given, ``profile['kernel_seconds']`` accumulates the kernels' device time
         (CUDA events around each launch) and ``profile['launches']`` counts them.
     progress : callable, optional
-        Called after each launch with its DP cells (``m * n`` of its pairs).
+        Called with the DP cells of each launch once its results are back.
+    launch_pairs : int
+        Most pairs in one launch: the host gathers the next launch's sequences and
+        unpacks the last one's results while a launch runs.
 
     Returns
     -------
-    list of PairAlignment
+    AlignmentColumns
         In the order of ``pairs``, identical to
-        :func:`gpualign_plugin.batch.api.align_batch` on the CPU.
+        :func:`gpualign_plugin.batch.api.align_columns` on the CPU.
 
     Raises
     ------
@@ -98,12 +119,11 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
     """
     import cupy
 
-    pairs = list(pairs)
-    if not pairs:
-        return []
+    count = len(pairs)
+    if not count:
+        return empty_columns()
     mode_code = _MODE_CODES[mode]
-    m = np.array([len(q) for q, _ in pairs], dtype=np.int64)
-    n = np.array([len(t) for _, t in pairs], dtype=np.int64)
+    m, n = pairs.query_lengths, pairs.target_lengths
     if (m < 1).any() or (n < 1).any() or (m * n > MAX_PAIR_CELLS).any():
         raise ValueError("the batch GPU kernel takes pairs of 1 to MAX_PAIR_CELLS cells")
     with cupy.cuda.Device(device):
@@ -114,89 +134,98 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, device: int = 0,
                                  f"{int(need.max()) / 2**20:.0f} MiB of GPU memory; the budget is "
                                  f"{budget / 2**20:.0f} MiB")
         order = np.argsort(-(m * n), kind="stable")
+        launches = _launch_ranges(need[order], budget, launch_pairs)
         kernel = kernels.get_kernel(device, _SOURCE, _KERNEL)
         matrix = cupy.asarray(np.ascontiguousarray(scheme.matrix, dtype=np.int32))
-        results: list = [None] * len(pairs)
-        start = 0
-        cumulative = np.cumsum(need[order])
-        while start < len(order):
-            taken = int(np.searchsorted(cumulative, (cumulative[start - 1] if start else 0) + budget,
-                                        side="right"))
-            chunk = order[start:max(taken, start + 1)]
-            for k, alignment in zip(chunk, _launch([pairs[k] for k in chunk], m[chunk], n[chunk],
-                                                   kernel, matrix, scheme, mode_code, profile)):
-                results[k] = alignment
+        args = (kernel, matrix, scheme, mode_code, profile)
+        parts = []
+        running = _start(pairs.take(order[launches[0]]), *args)
+        for k, launch in enumerate(launches):
+            staged = pairs.take(order[launches[k + 1]]) if k + 1 < len(launches) else None
+            if staged is not None:
+                staged = (staged, staged.packed_queries(), staged.packed_targets())
+            finished = _finish(running, profile)
+            if staged is not None:
+                running = _start(staged, *args)
+            parts.append((order[launch], finished))
             if progress is not None:
-                progress(int((m[chunk] * n[chunk]).sum()))
-            start += len(chunk)
-        return results
+                progress(int(np.dot(m[order[launch]], n[order[launch]])))
+        return merge_columns(count, parts)
 
 
-def _launch(pairs, m, n, kernel, matrix, scheme, mode_code, profile) -> list[PairAlignment]:
-    """One launch over ``pairs`` (already longest first); results in the same order."""
+def _launch_ranges(need: np.ndarray, budget: int, most: int) -> list[slice]:
+    """Consecutive ranges of pairs (needing ``need`` bytes each) of at most ``budget`` bytes and ``most`` pairs."""
+    ranges = []
+    cumulative = np.cumsum(need)
+    start = 0
+    while start < len(need):
+        taken = int(np.searchsorted(cumulative, (cumulative[start - 1] if start else 0) + budget,
+                                    side="right"))
+        stop = min(max(taken, start + 1), start + most)
+        ranges.append(slice(start, stop))
+        start = stop
+    return ranges
+
+
+def _start(pairs, kernel, matrix, scheme, mode_code, profile):
+    """Upload one launch's pairs (already longest first) and launch it; returns what :func:`_finish` needs.
+
+    ``pairs`` is a :class:`SequencePairs`, or one with its packed queries and targets.
+    """
     import cupy
 
+    pairs, (queries, q_offsets), (targets, t_offsets) = pairs if isinstance(pairs, tuple) else \
+        (pairs, pairs.packed_queries(), pairs.packed_targets())
+    m, n = pairs.query_lengths, pairs.target_lengths
     count = len(pairs)
     strips, rows = strip_shape(m)
-    q_offsets = np.zeros(count + 1, dtype=np.int64)
-    t_offsets = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(m, out=q_offsets[1:])
-    np.cumsum(n, out=t_offsets[1:])
     dir_offsets = np.zeros(count, dtype=np.int64)
     np.cumsum((32 * strips * (n + 31))[:-1], out=dir_offsets[1:])
     run_offsets = q_offsets[:-1] + t_offsets[:-1]
     boundary_offsets = 2 * (t_offsets[:-1] + np.arange(count))
-    queries = cupy.asarray(np.concatenate([np.asarray(q, dtype=np.uint8) for q, _ in pairs]))
-    targets = cupy.asarray(np.concatenate([np.asarray(t, dtype=np.uint8) for _, t in pairs]))
     dirs = cupy.empty(int((32 * strips * (n + 31)).sum()), dtype=cupy.uint32)
-    runs = cupy.empty(int(m.sum() + n.sum()), dtype=cupy.uint32)
+    runs = cupy.empty(int(q_offsets[-1] + t_offsets[-1]), dtype=cupy.uint32)
     boundary = cupy.empty(int(2 * (t_offsets[-1] + count)), dtype=cupy.int32)
     out = cupy.empty((count, 6), dtype=cupy.int32)
-    device_arrays = [cupy.asarray(x) for x in (q_offsets, t_offsets, np.arange(count, dtype=np.int32),
-                                               rows.astype(np.int32), dir_offsets, run_offsets,
-                                               boundary_offsets)]
+    device_run_offsets = cupy.asarray(run_offsets)
     threads = 32 * WARPS_PER_BLOCK
     blocks = -(-count // WARPS_PER_BLOCK)
     events = (cupy.cuda.Event(), cupy.cuda.Event()) if profile is not None else None
+    arguments = (cupy.asarray(queries), cupy.asarray(q_offsets), cupy.asarray(targets),
+                 cupy.asarray(t_offsets), cupy.arange(count, dtype=cupy.int32),
+                 cupy.asarray(rows.astype(np.int32)), cupy.asarray(dir_offsets), device_run_offsets,
+                 boundary, cupy.asarray(boundary_offsets), dirs, runs, out, np.int32(count), matrix,
+                 np.int32(scheme.matrix.shape[0]), np.int32(scheme.gap_open),
+                 np.int32(scheme.gap_extend), np.int32(mode_code))
     if events:
         events[0].record()
-    kernels.launch(kernel, _KERNEL, blocks, threads,
-                   (queries, device_arrays[0], targets, device_arrays[1], device_arrays[2],
-                    device_arrays[3], device_arrays[4], device_arrays[5], boundary, device_arrays[6],
-                    dirs, runs, out, np.int32(count), matrix, np.int32(scheme.matrix.shape[0]),
-                    np.int32(scheme.gap_open), np.int32(scheme.gap_extend), np.int32(mode_code)),
-                   0, f"{count} pairs, longest {int(m[0])} x {int(n[0])}", sync=events is None)
+    kernels.launch(kernel, _KERNEL, blocks, threads, arguments, 0,
+                   f"{count} pairs, longest {int(m[0])} x {int(n[0])}", sync=False)
     if events:
         events[1].record()
-        kernels.synchronize(f"aligning {count} pairs")
+    return out, runs, device_run_offsets, events, count
+
+
+def _finish(running, profile) -> AlignmentColumns:
+    """Wait for a launch of :func:`_start` and bring its results back, each pair's runs in forward order."""
+    import cupy
+
+    out, runs, run_offsets, events, count = running
+    kernels.synchronize(f"aligning {count} pairs")
+    if profile is not None:
         profile["kernel_seconds"] = profile.get("kernel_seconds", 0.0) + \
             cupy.cuda.get_elapsed_time(*events) / 1000
         profile["launches"] = profile.get("launches", 0) + 1
-    return decode(out.get(), runs.get(), run_offsets, mode_code)
-
-
-def decode(out: np.ndarray, runs: np.ndarray, run_offsets: np.ndarray, mode_code: int) -> list[PairAlignment]:
-    """:class:`PairAlignment` of each pair from the kernel's ``out`` rows and run codes.
-
-    ``out[k]`` is ``(score, qs, qe, ts, te, number of runs)``; pair ``k``'s runs
-    (``length << 2 | op``, end to start) start at ``runs[run_offsets[k]]``.
-    """
-    counts = out[:, 5].astype(np.int64)
-    ends = np.cumsum(counts)
-    total = int(ends[-1]) if len(ends) else 0
-    # Each pair's runs in forward order (the kernel wrote them end to start).
-    within = np.arange(total) - np.repeat(ends - counts, counts)
-    kept = runs[np.repeat(run_offsets + counts - 1, counts) - within]
-    # One (length, op) tuple per distinct code, shared by every run that has it.
-    table = {v: (v >> 2, gotoh.OP_LETTERS[v & 3]) for v in np.unique(kept).tolist()}
-    runs_list = list(map(table.__getitem__, kept.tolist()))
-    results = []
-    last = 0
-    local = mode_code == gotoh.LOCAL
-    for score, q_start, q_end, t_start, t_end, n_runs in out.tolist():
-        first, last = last, last + n_runs
-        if local and score <= 0:
-            results.append(NO_PAIR_ALIGNMENT)
-        else:
-            results.append(PairAlignment(score, q_start, q_end, t_start, t_end, Cigar(tuple(runs_list[first:last]))))
-    return results
+    # The kernel wrote each pair's runs end to start at its slot; keep only the runs, forwards.
+    counts = out[:, 5].astype(cupy.int64)
+    ends = cupy.cumsum(counts)
+    total = int(ends[-1])
+    position = cupy.arange(total, dtype=cupy.int64)
+    pair = cupy.searchsorted(ends, position, side="right")
+    within = position - (ends - counts)[pair]
+    forward = runs[run_offsets[pair] + counts[pair] - 1 - within]
+    host = out.get().astype(np.int64)
+    run_offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(host[:, 5], out=run_offsets[1:])
+    return AlignmentColumns(host[:, 0].copy(), host[:, 1].copy(), host[:, 2].copy(), host[:, 3].copy(),
+                            host[:, 4].copy(), forward.get(), run_offsets)

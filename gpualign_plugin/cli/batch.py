@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import time
+
+import numpy as np
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
                                         add_scoring_options, apply_threads, command_line, counted,
                                         describe_device, output_formats, scheme_from_args)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
+from gpualign_plugin.io.atomic import all_or_none, check_writable
 
 log = logging.getLogger("gpualign")
 
@@ -58,101 +61,145 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def make_pairs(queries, targets, pairs_file: str | None, query_path: str, target_path: str):
-    """The (query record, target record) pairs: listed in ``pairs_file``, or i-th with i-th."""
+def pair_indices(queries, targets, pairs_file: str | None, query_path: str,
+                 target_path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Record indices of each pair's query and target: listed in ``pairs_file``, or i-th with i-th.
+
+    ``queries`` and ``targets`` are :class:`~gpualign_plugin.io.fasta.FastaArrays`.
+    """
     from gpualign_plugin.io.pairs import read_pairs_file
 
     if pairs_file:
-        by_query = {q.id: q for q in queries}
-        by_target = {t.id: t for t in targets}
-        return [(by_query[q], by_target[t]) for q, t in read_pairs_file(pairs_file, queries, targets)]
+        by_query = {name: k for k, name in enumerate(queries.names)}
+        by_target = {name: k for k, name in enumerate(targets.names)}
+        listed = read_pairs_file(pairs_file, queries.names, targets.names)
+        return (np.array([by_query[q] for q, _ in listed], dtype=np.int64),
+                np.array([by_target[t] for _, t in listed], dtype=np.int64))
     if len(queries) != len(targets):
         raise InputError(f"{len(queries)} query records but {len(targets)} target records in "
                          f"{target_path}; pairing i-th with i-th needs equal counts (or use --pairs)",
                          path=query_path)
-    return list(zip(queries, targets))
+    return np.arange(len(queries), dtype=np.int64), np.arange(len(targets), dtype=np.int64)
 
 
-def align_pairs(pairs, scheme, mode: str, on_done=None, backend: str = "cpu", device: int = 0,
-                strands: str = "plus"):
-    """:class:`~gpualign_plugin.model.Alignment` of each (query, target) record pair.
+def alignment_table(queries, targets, query_index, target_index, columns, minus):
+    """The :class:`~gpualign_plugin.io.columnar.AlignmentTable` of every pair (TSV order).
 
-    Pairs go to :func:`~gpualign_plugin.batch.api.align_batch_strands` on ``backend``
-    (resolved) in groups of :data:`BATCH_PAIRS`; ``on_done`` gets the DP cells (both strands
-    counted) as the engine reports them (per group on the CPU; per launch and inside long
-    pairs on the GPU). Local pairs without a positive score give ``None``.
+    Coordinates go to the forward strands (a minus-strand query interval is mirrored);
+    every row is primary with MAPQ 0 until :func:`placed_table` ranks them.
     """
-    from gpualign_plugin.batch.api import align_batch_strands
-    from gpualign_plugin.model import Alignment
+    from gpualign_plugin.io.columnar import AlignmentTable, Names
 
-    results = []
-    size = BATCH_PAIRS[backend]
-    for start in range(0, len(pairs), size):
-        group = pairs[start:start + size]
-        aligned = align_batch_strands([(q.codes, t.codes) for q, t in group], scheme, mode, strands,
-                                      backend, device, on_done)
-        for (query, target), (strand, pair) in zip(group, aligned):
-            if mode == "local" and pair.score <= 0:
-                results.append(None)
-                continue
-            m = len(query)
-            q_start, q_end = (m - pair.query_end, m - pair.query_start) if strand == "-" else \
-                (pair.query_start, pair.query_end)
-            results.append(Alignment(query.id, target.id, m, len(target), q_start, q_end,
-                                     pair.target_start, pair.target_end, strand, pair.score, pair.cigar,
-                                     mode))
-    return results
+    m = queries.lengths[query_index]
+    query_start = np.where(minus, m - columns.query_end, columns.query_start)
+    query_end = np.where(minus, m - columns.query_start, columns.query_end)
+    return AlignmentTable(Names.of(queries.names), Names.of(targets.names), query_index,
+                          target_index, m, targets.lengths[target_index], query_start, query_end,
+                          columns.target_start, columns.target_end, minus, columns.score,
+                          columns.runs, columns.run_offsets, np.ones(len(columns), dtype=bool),
+                          np.zeros(len(columns), dtype=np.int64))
 
 
-def write_tsv(path: str, pairs, results) -> None:
-    """The batch TSV: header line, then one line per pair in input order.
+def placed_table(table, mode: str):
+    """The rows that are alignments (local: score above 0), ranked and flagged by the placement rule.
 
-    Coordinates are 0-based half-open on the forward strands; the last column is the
-    strand of the query (``-``: its reverse complement aligned). A local pair without an
-    alignment (no positive score) gets score 0, coordinates 0, CIGAR ``*`` and strand ``+``.
+    The same rows, order, primary flags and MAPQ as
+    :func:`~gpualign_plugin.pairwise.placement.place` of the alignment objects.
     """
-    with atomic_text(path) as handle:
-        handle.write("\t".join(TSV_COLUMNS) + "\n")
-        for (query, target), a in zip(pairs, results):
-            fields = (query.id, target.id, 0, 0, 0, 0, 0, "*", "+") if a is None else \
-                (a.query_id, a.target_id, a.score, a.query_start, a.query_end, a.target_start,
-                 a.target_end, a.cigar, a.strand)
-            handle.write("\t".join(str(f) for f in fields) + "\n")
+    from gpualign_plugin.pairwise.placement import place_arrays
+
+    rows = np.flatnonzero(table.score > 0) if mode == "local" else np.arange(len(table))
+    order, primary, mapq = place_arrays(table.query_index[rows], table.target_index[rows],
+                                        table.score[rows], table.minus[rows])
+    placed = table.take(rows[order])
+    placed.primary, placed.mapq = primary, mapq
+    return placed
+
+
+def table_alignments(table, mode: str) -> list:
+    """One :class:`~gpualign_plugin.model.Alignment` per row (for the BAM writer)."""
+    from gpualign_plugin.model import AlignmentColumns, Alignment
+
+    columns = AlignmentColumns(table.score, table.query_start, table.query_end, table.target_start,
+                               table.target_end, table.runs, table.run_offsets)
+    query_names = _names(table.query_names)
+    target_names = _names(table.target_names)
+    return [Alignment(query_names[qi], target_names[ti], m, n, pair.query_start, pair.query_end,
+                      pair.target_start, pair.target_end, "-" if minus else "+", pair.score,
+                      pair.cigar, mode, primary, mapq)
+            for pair, qi, ti, m, n, minus, primary, mapq in zip(
+                columns.pairs(), table.query_index.tolist(), table.target_index.tolist(),
+                table.query_length.tolist(), table.target_length.tolist(), table.minus.tolist(),
+                table.primary.tolist(), table.mapq.tolist())]
+
+
+def _names(names) -> list[str]:
+    return bytes(names.data).decode("utf-8").split("\n")[:-1]
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign batch``; returns the exit status."""
-    from gpualign_plugin.cli.pairwise import write_outputs
-    from gpualign_plugin.io.fasta import read_fasta
-    from gpualign_plugin.pairwise.placement import place
+    from gpualign_plugin.batch.api import align_strands_columns
+    from gpualign_plugin.batch.columns import SequencePairs
+    from gpualign_plugin.io.columnar import paf_lines, sam_lines, tsv_lines, write_bytes
+    from gpualign_plugin.io.fasta import read_fasta_arrays
+    from gpualign_plugin.io.sam import sam_header, write_alignments
     from gpualign_plugin.runtime.backend import resolve_backend
 
+    started = time.perf_counter()
     scheme = scheme_from_args(args, (args.query, args.target))
     outputs = output_formats(args.out, args.format, FORMATS)
     for path, _ in outputs:
         check_writable(path)
     threads = apply_threads(args.threads)
-    queries = read_fasta(args.query, scheme)
-    targets = read_fasta(args.target, scheme)
-    pairs = make_pairs(queries, targets, args.pairs, args.query, args.target)
+    queries = read_fasta_arrays(args.query, scheme.alphabet)
+    targets = read_fasta_arrays(args.target, scheme.alphabet)
+    query_index, target_index = pair_indices(queries, targets, args.pairs, args.query, args.target)
+    pairs = SequencePairs.of_records(queries, targets, query_index, target_index)
     engine = resolve_backend(args.backend, args.device)
     stats = RunStats("batch", engine=engine, device=describe_device(engine, args.device), threads=threads)
-    stats.cells = sum(len(q) * len(t) for q, t in pairs) * (2 if args.strand == "both" else 1)
+    stats.cells = pairs.cells() * (2 if args.strand == "both" else 1)
+    phases = {"read_s": time.perf_counter() - started}
+    profile = {} if engine == "gpu" else None
+    mark = time.perf_counter()
     with Progress(stats.cells, "batch") as progress:
-        results = align_pairs(pairs, scheme, args.mode, progress.advance, engine, args.device,
-                              args.strand)
+        columns, minus = align_strands_columns(pairs, scheme, args.mode, args.strand, engine,
+                                               args.device, progress.advance, profile)
+    phases["align_s"] = time.perf_counter() - mark
+    if profile:
+        phases["kernel_s"] = profile["kernel_seconds"]
     stats.finish()
-    alignments = [a for a in results if a is not None]
+    mark = time.perf_counter()
+    table = alignment_table(queries, targets, query_index, target_index, columns, minus)
+    placed = placed_table(table, args.mode) if any(fmt != "tsv" for _, fmt in outputs) else None
+    unaligned = int((table.score <= 0).sum()) if args.mode == "local" else 0
     log.info("%s aligned (%d without a local alignment; %s), %.2f GCUPS", counted(len(pairs), "pair"),
-             len(pairs) - len(alignments), engine, stats.gcups)
-    tsv = [path for path, fmt in outputs if fmt == "tsv"]
-    others = [(path, fmt) for path, fmt in outputs if fmt != "tsv"]
+             unaligned, engine, stats.gcups)
     with all_or_none() as written:
-        for path in tsv:
-            write_tsv(path, pairs, results)
-            written.append(path)
-        if others:
-            # A query listed in several pairs gets one primary record (SAM/PAF), by the placement rule.
-            write_outputs(others, place(alignments), queries, targets, scheme, command_line(args))
+        for path, fmt in outputs:
+            if fmt == "tsv":
+                write_bytes(path, ("\t".join(TSV_COLUMNS) + "\n").encode("utf-8"), tsv_lines(table))
+                written.append(path)
+            elif fmt == "paf":
+                write_bytes(path, paf_lines(placed))
+                written.append(path)
+            elif fmt == "sam":
+                header = str(sam_header(zip(targets.names, targets.lengths.tolist()),
+                                        command_line(args)))
+                write_bytes(path, header.encode("utf-8"),
+                            sam_lines(placed, queries.text, queries.offsets, targets.text,
+                                      targets.offsets, scheme.is_dna))
+                written.append(path)
+            else:
+                write_alignments(path, table_alignments(placed, args.mode), _records(queries),
+                                 [targets.record(k) for k in range(len(targets))], scheme,
+                                 command_line(args), fmt="bam")
+                written += [path, path + ".bai", path + ".csi"]
+    phases["write_s"] = time.perf_counter() - mark
+    stats.extra = {"phases": phases}
     stats.write(args.stats)
     return 0
+
+
+def _records(records) -> dict:
+    return {records.names[k]: records.record(k) for k in range(len(records))}

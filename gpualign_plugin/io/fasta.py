@@ -1,13 +1,31 @@
-"""FASTA reading (plain or gzip, many records) with errors that name file, record and position."""
+"""FASTA reading (plain or gzip, many records) with errors that name file, record and position.
+
+Two readers with the same rules and the same errors: record by record
+(:func:`iter_fasta_text`, :func:`read_fasta`: one :class:`Sequence` per record) and in
+bulk (:func:`read_fasta_arrays`: every record's codes and text in flat arrays, for
+millions of short records and for search databases).
+"""
 
 from __future__ import annotations
 
 import gzip
 import os
+import zlib
+from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
+from numba import njit
+
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.scoring import ScoringScheme, Sequence
+from gpualign_plugin.scoring import PROTEIN, Alphabet, ScoringScheme, Sequence
+
+_WHITESPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
+"""Bytes that ``str.split()`` treats as whitespace in latin-1 text (dropped from sequence lines)."""
+_WHITESPACE_MASK = np.zeros(256, dtype=bool)
+_WHITESPACE_MASK[list(_WHITESPACE)] = True
+_NEWLINE_BYTE = 10
+_NUCLEOTIDE_LIKE = "ACGTUN"
 
 
 def _open_text(path: str):
@@ -106,3 +124,214 @@ def write_fasta(handle, records, width: int = 60) -> None:
         handle.write(f">{name}\n")
         for start in range(0, len(text), width):
             handle.write(text[start:start + width] + "\n")
+
+
+@dataclass
+class FastaArrays:
+    """Every record of a FASTA file as flat arrays (no Python object per residue or record text).
+
+    Attributes
+    ----------
+    alphabet : str
+        ``'protein'`` or ``'dna'``: the alphabet ``codes`` are in.
+    codes : numpy.ndarray
+        ``uint8`` residue codes of all records back to back.
+    text : numpy.ndarray
+        ``uint8`` residues as read (latin-1 bytes, case kept), same layout as ``codes``.
+    offsets : numpy.ndarray
+        ``int64``, ``len(self) + 1`` boundaries: record ``i`` is ``codes[offsets[i]:offsets[i+1]]``.
+    names : list of str
+        Record ids, in file order.
+    descriptions : list of str
+        The rest of each header line, in file order.
+    source : str
+        The file it was read from (for messages).
+    """
+
+    alphabet: str
+    codes: np.ndarray
+    text: np.ndarray
+    offsets: np.ndarray
+    names: list
+    descriptions: list
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """``int64`` residues of each record."""
+        return np.diff(self.offsets)
+
+    @property
+    def residues(self) -> int:
+        """Residues of all records."""
+        return int(self.offsets[-1])
+
+    def description(self, index: int) -> str:
+        """The header text after the name of record ``index``."""
+        return self.descriptions[index]
+
+    def record(self, index: int) -> Sequence:
+        """Record ``index`` as a :class:`~gpualign_plugin.scoring.Sequence` (text as read)."""
+        start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
+        text = bytes(self.text[start:stop]).decode("latin-1")
+        return Sequence(self.names[index], text, np.asarray(self.codes[start:stop]),
+                        self.description(index))
+
+
+def read_fasta_arrays(path: str | os.PathLike, alphabet: Alphabet) -> FastaArrays:
+    """Read and encode every record of the FASTA file ``path`` (plain or gzip) into flat arrays.
+
+    One decompression, one split of the whole file and one table lookup for every
+    residue. Its rules are those of :func:`iter_fasta_text` and
+    :meth:`gpualign_plugin.scoring.ScoringScheme.encode`; whenever the bulk pass meets
+    anything those would reject (or anything it does not handle itself, such as
+    comment lines), the file is read again by them, so errors are word for word the same.
+
+    Raises
+    ------
+    InputError
+        Exactly the error :func:`read_fasta` would raise for the same file and a
+        scheme of this alphabet.
+    """
+    path = os.fspath(path)
+    records = _bulk_parse(_read_bytes(path), alphabet, path)
+    return records if records is not None else _parse_by_records(path, alphabet)
+
+
+def _read_bytes(path: str) -> bytes:
+    if not os.path.exists(path):
+        raise InputError("no such file", path=path)
+    if os.path.isdir(path):
+        raise InputError("is a directory, not a FASTA file", path=path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (EOFError, gzip.BadGzipFile, OSError, zlib.error) as exc:
+        raise InputError(f"cannot be read: {exc}", path=path) from None
+    return data
+
+
+def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> FastaArrays | None:
+    """The fast path of :func:`read_fasta_arrays`; None when anything needs the record-by-record rules.
+
+    One compiled pass over the bytes (:func:`_scan`): a header is a line starting with
+    ``>``; a record's residues are the bytes of the lines after its header that are not
+    whitespace.
+    """
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # universal newlines
+    body = data.lstrip(_WHITESPACE)
+    if not body.startswith(b">"):
+        return None  # empty, comments or not FASTA: the record reader words the error
+    if not body.endswith(b"\n"):
+        body += b"\n"
+    raw = np.frombuffer(body, dtype=np.uint8)
+    text, codes, lengths, headers = _scan(raw, _WHITESPACE_MASK,
+                                          alphabet.lookup(np.arange(256, dtype=np.uint8)))
+    names, descriptions = _header_fields(headers)
+    if (lengths == 0).any() or names is None or len(set(names)) != len(names):
+        return None  # an empty record or header, or a repeated name: the record reader words the error
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if (codes == 255).any():
+        return None
+    if alphabet is PROTEIN and _any_nucleotide_like(text, offsets):
+        return None
+    return FastaArrays(alphabet.name, codes, text, offsets, names, descriptions, path)
+
+
+@njit(cache=True, nogil=True)
+def _scan(raw, whitespace, table):
+    """One pass over FASTA bytes (starting with ``>``, ending with a newline).
+
+    Returns the residues (the bytes of non-header lines that are not whitespace), their
+    codes (``table`` of each byte), each record's residue count, and the header lines
+    without their ``>``, each ended by a newline.
+    """
+    records = 0
+    header_bytes = 0
+    line_start = True
+    in_header = False
+    for i in range(raw.shape[0]):
+        if line_start and raw[i] == 62:
+            records += 1
+            in_header = True
+        elif in_header:
+            header_bytes += 1
+            in_header = raw[i] != 10
+        line_start = raw[i] == 10
+    text = np.empty(raw.shape[0] - header_bytes - records, np.uint8)
+    codes = np.empty(text.shape[0], np.uint8)
+    headers = np.empty(header_bytes, np.uint8)
+    lengths = np.zeros(records, np.int64)
+    record = -1
+    size = 0
+    header_size = 0
+    in_header = False
+    line_start = True
+    for i in range(raw.shape[0]):
+        c = raw[i]
+        if line_start and c == 62:
+            record += 1
+            in_header = True
+        elif in_header:
+            headers[header_size] = c
+            header_size += 1
+            in_header = c != 10
+        elif not whitespace[c]:
+            text[size] = c
+            codes[size] = table[c]
+            size += 1
+            lengths[record] += 1
+        line_start = c == 10
+    return text[:size], codes[:size], lengths, headers
+
+
+def _header_fields(headers: np.ndarray) -> tuple[list | None, list]:
+    """Names and descriptions of newline-ended header lines (``None`` names when one has no name)."""
+    lines = bytes(headers).decode("latin-1").split("\n")[:-1]
+    if not _WHITESPACE_MASK[headers[headers != _NEWLINE_BYTE]].any():
+        if "" in lines:
+            return None, []
+        return lines, [""] * len(lines)
+    names, descriptions = [], []
+    for line in lines:
+        words = line.strip().split(None, 1)
+        if not words:
+            return None, []
+        names.append(words[0])
+        descriptions.append(words[1] if len(words) > 1 else "")
+    return names, descriptions
+
+
+def _any_nucleotide_like(text: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether any record is what :func:`gpualign_plugin.scoring.looks_like_nucleotide` flags.
+
+    Every byte here is in the protein alphabet, so the letters are all but ``*``.
+    """
+    nucleotide = np.zeros(256, dtype=bool)
+    for letter in _NUCLEOTIDE_LIKE:
+        nucleotide[ord(letter)] = nucleotide[ord(letter.lower())] = True
+    starts = offsets[:-1]
+    hits = np.add.reduceat(nucleotide[text].astype(np.int64), starts)
+    letters = (offsets[1:] - starts) - np.add.reduceat((text == ord("*")).astype(np.int64), starts)
+    return bool(((letters >= 10) & (hits >= 0.9 * letters)).any())
+
+
+def _parse_by_records(path: str, alphabet: Alphabet) -> FastaArrays:
+    names, descriptions, texts, codes = [], [], [], []
+    for name, description, text in iter_fasta_text(path):
+        names.append(name)
+        descriptions.append(description)
+        texts.append(text.encode("latin-1"))
+        codes.append(alphabet.encode(text, path=path, record=name))
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return FastaArrays(alphabet.name, np.concatenate(codes),
+                       np.frombuffer(b"".join(texts), dtype=np.uint8), offsets, names, descriptions,
+                       path)

@@ -9,14 +9,17 @@ from gpualign_plugin.io.text import text_input
 from gpualign_plugin.scoring import Sequence
 
 
-def read_pairs_file(path: str, queries: Iterable[Sequence], targets: Iterable[Sequence]) -> list[tuple[str, str]]:
+def read_pairs_file(path: str, queries: Iterable[Sequence | str],
+                    targets: Iterable[Sequence | str]) -> list[tuple[str, str]]:
     """Read ``QUERY_ID TARGET_ID`` lines (whitespace-separated; ``#`` starts a comment).
+
+    ``queries`` and ``targets`` are the records (or their ids) the ids must name.
 
     Raises :class:`InputError` naming the file (and line) for a missing or non-text
     file, a malformed line, or an id that is not in the query or target file.
     """
-    query_ids = {q.id for q in queries}
-    target_ids = {t.id for t in targets}
+    query_ids = {q if isinstance(q, str) else q.id for q in queries}
+    target_ids = {t if isinstance(t, str) else t.id for t in targets}
     pairs = []
     with text_input(path) as handle:
         for number, line in enumerate(handle, start=1):

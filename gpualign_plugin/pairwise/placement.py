@@ -23,7 +23,7 @@ import numpy as np
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Alignment, Cigar, PairScore
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
-from gpualign_plugin.statistics import KarlinAltschul, parameters_for, primary_mapq
+from gpualign_plugin.statistics import MAX_MAPQ, KarlinAltschul, parameters_for, primary_mapq
 
 
 def place(alignments: Iterable[Alignment],
@@ -78,6 +78,58 @@ def place(alignments: Iterable[Alignment],
                                           mapq=primary_mapq(ranked_group[0].score, second)))
         placed.extend(dataclasses.replace(a, is_primary=False, mapq=0) for a in ranked_group[1:])
     return placed
+
+
+def place_arrays(query_index: np.ndarray, target_index: np.ndarray, score: np.ndarray,
+                 minus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`place` of alignments given as arrays (one row each): the same order, flags and MAPQ.
+
+    Parameters
+    ----------
+    query_index, target_index : numpy.ndarray
+        Integers standing for the query and target ids (equal integers, equal ids).
+    score : numpy.ndarray
+        Alignment scores.
+    minus : numpy.ndarray
+        ``bool``, true for strand ``-``.
+
+    Returns
+    -------
+    order : numpy.ndarray
+        ``int64`` rows in the order :func:`place` returns them (grouped by query in
+        order of first appearance; inside a query score descending, then the order in
+        which the query's rows first name each target, then ``+`` before ``-``, then row).
+    primary : numpy.ndarray
+        ``bool`` per row of ``order``: the first of its query.
+    mapq : numpy.ndarray
+        ``int64`` per row of ``order``: :func:`~gpualign_plugin.statistics.primary_mapq`
+        of the best and second-best scores for a primary row, 0 for the others.
+    """
+    query_index = np.asarray(query_index, dtype=np.int64)
+    target_index = np.asarray(target_index, dtype=np.int64)
+    score = np.asarray(score, dtype=np.int64)
+    rows = np.arange(len(score))
+    _, query_group, query_first = _first_appearance(query_index)
+    pair_key = query_index * (int(target_index.max(initial=0)) + 1) + target_index
+    _, _, target_first = _first_appearance(pair_key)
+    order = np.lexsort((rows, minus, target_first, -score, query_first))
+    group = query_group[order]
+    primary = np.ones(len(order), dtype=bool)
+    primary[1:] = group[1:] != group[:-1]
+    best = score[order]
+    second = np.zeros(len(order), dtype=np.int64)
+    has_second = np.flatnonzero(primary[:-1] & ~primary[1:])
+    second[has_second] = best[has_second + 1]
+    mapq = np.where((best <= 0) | (second == best), 0,
+                    np.minimum(MAX_MAPQ, (MAX_MAPQ * (best - second)) // np.maximum(best, 1)))
+    return order, primary, np.where(primary, mapq, 0)
+
+
+def _first_appearance(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(distinct keys, group of each row, first row of each row's group)``."""
+    distinct, first, group = np.unique(keys, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    return distinct, group, first[group]
 
 
 def strand_signs(strands: str, scheme: ScoringScheme) -> tuple[str, ...]:

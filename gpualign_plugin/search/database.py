@@ -25,18 +25,13 @@ checked first, so a truncated, corrupted or foreign-version file is an
 ``gpualign search --db`` takes a ``.gadb`` or a FASTA file (told apart by their
 content, :func:`load_database`) and gives byte-identical results for both.
 
-**Reading FASTA.** :func:`read_database` parses a whole file with bulk byte
-operations (one decompression, one table lookup for every residue). Its rules are
-those of :func:`gpualign_plugin.io.fasta.iter_fasta_text` and
-:meth:`gpualign_plugin.scoring.ScoringScheme.encode`; whenever the bulk pass meets
-anything those would reject (or anything it does not handle itself, such as
-comment lines), the file is read again by them, so errors are word for word the
-same.
+**Reading FASTA.** :func:`read_database` parses a whole file with
+:func:`gpualign_plugin.io.fasta.read_fasta_arrays` (bulk byte operations, the same
+errors as the record-by-record reader).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
@@ -48,7 +43,8 @@ import numpy as np
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import check_writable
-from gpualign_plugin.scoring import DNA, PROTEIN, Alphabet, ScoringScheme, Sequence
+from gpualign_plugin.io.fasta import FastaArrays, read_fasta_arrays
+from gpualign_plugin.scoring import DNA, PROTEIN, Alphabet, ScoringScheme
 
 FORMAT = "gpualign-db"
 """The ``format`` field of a prepared database's header.json."""
@@ -57,57 +53,18 @@ VERSION = 1
 ARRAYS = ("codes", "text", "offsets", "lengths", "order", "names", "descriptions")
 """The array files of a prepared database (``NAME.npy``)."""
 
-_WHITESPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
-"""Bytes that ``str.split()`` treats as whitespace in latin-1 text (dropped from sequence lines)."""
-_NUCLEOTIDE_LIKE = "ACGTUN"
 
 
 @dataclass
-class Database:
-    """The records of a search database as flat arrays.
+class Database(FastaArrays):
+    """The records of a search database as flat arrays (:class:`~gpualign_plugin.io.fasta.FastaArrays`).
 
-    Attributes
-    ----------
-    alphabet : str
-        ``'protein'`` or ``'dna'``: the alphabet ``codes`` are in.
-    codes : numpy.ndarray
-        ``uint8`` residue codes of all records back to back.
-    text : numpy.ndarray
-        ``uint8`` residues as read (case kept), same layout as ``codes``.
-    offsets : numpy.ndarray
-        ``int64``, ``len(self) + 1`` boundaries: record ``i`` is ``codes[offsets[i]:offsets[i+1]]``.
-    names : list of str
-        Record ids, in file order.
-    descriptions : list of str or numpy.ndarray
-        The rest of each header line, in file order; or, as a prepared
-        database stores them, a ``uint8`` array of them joined by newlines
-        (split on first use: see :meth:`description`).
-    source : str
-        The file it was read from (for messages).
+    ``descriptions`` may also be, as a prepared database stores them, a ``uint8``
+    array of them joined by newlines (split on first use: see :meth:`description`).
     """
 
-    alphabet: str
-    codes: np.ndarray
-    text: np.ndarray
-    offsets: np.ndarray
-    names: list
-    descriptions: list | np.ndarray
-    source: str = ""
     _order: np.ndarray | None = field(default=None, repr=False)
     _pending: object = field(default=None, repr=False)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """``int64`` residues of each record."""
-        return np.diff(self.offsets)
-
-    @property
-    def residues(self) -> int:
-        """Residues of all records."""
-        return int(self.offsets[-1])
 
     @property
     def order(self) -> np.ndarray:
@@ -119,13 +76,6 @@ class Database:
     def target_codes(self, index: int) -> np.ndarray:
         """The codes of record ``index`` (a view)."""
         return self.codes[self.offsets[index]:self.offsets[index + 1]]
-
-    def record(self, index: int) -> Sequence:
-        """Record ``index`` as a :class:`~gpualign_plugin.scoring.Sequence` (text as read)."""
-        start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
-        text = bytes(self.text[start:stop]).decode("latin-1")
-        return Sequence(self.names[index], text, np.asarray(self.codes[start:stop]),
-                        self.description(index))
 
     def description(self, index: int) -> str:
         """The header text after the name of record ``index``."""
@@ -147,23 +97,11 @@ class Database:
                              f"{scheme.alphabet.name}", path=self.source)
 
 
-def _read_bytes(path: str) -> bytes:
-    if not os.path.exists(path):
-        raise InputError("no such file", path=path)
-    if os.path.isdir(path):
-        raise InputError("is a directory, not a FASTA file or a prepared database", path=path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (EOFError, gzip.BadGzipFile, OSError, zlib.error) as exc:
-        raise InputError(f"cannot be read: {exc}", path=path) from None
-    return data
-
-
 def read_database(path: str | os.PathLike, alphabet: Alphabet) -> Database:
     """Read and encode every record of the FASTA file ``path`` (plain or gzip) into a :class:`Database`.
+
+    The records are read by :func:`gpualign_plugin.io.fasta.read_fasta_arrays` (bulk byte
+    operations).
 
     Raises
     ------
@@ -172,73 +110,11 @@ def read_database(path: str | os.PathLike, alphabet: Alphabet) -> Database:
         for the same file and a scheme of this alphabet.
     """
     path = os.fspath(path)
-    data = _read_bytes(path)
-    database = _bulk_parse(data, alphabet, path)
-    if database is None:
-        database = _parse_by_records(path, alphabet)
-    return database
-
-
-def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> Database | None:
-    """The fast path of :func:`read_database`; None when anything needs the record-by-record rules."""
-    if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # universal newlines
-    body = data.lstrip(_WHITESPACE)
-    if not body.startswith(b">"):
-        return None  # empty, comments or not FASTA: the record reader words the error
-    chunks = body[1:].split(b"\n>")
-    names, descriptions, sequences = [], [], []
-    for chunk in chunks:
-        end = chunk.find(b"\n")
-        header = chunk if end < 0 else chunk[:end]
-        words = header.decode("latin-1").strip().split(None, 1)
-        sequence = b"" if end < 0 else chunk[end + 1:].translate(None, _WHITESPACE)
-        if not words or not sequence:
-            return None
-        names.append(words[0])
-        descriptions.append(words[1] if len(words) > 1 else "")
-        sequences.append(sequence)
-    if len(set(names)) != len(names):
-        return None
-    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
-    offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    text = np.frombuffer(b"".join(sequences), dtype=np.uint8)
-    codes = alphabet.lookup(text)
-    if (codes == 255).any():
-        return None
-    if alphabet is PROTEIN and _any_nucleotide_like(text, offsets):
-        return None
-    return Database(alphabet.name, codes, text, offsets, names, descriptions, path)
-
-
-def _any_nucleotide_like(text: np.ndarray, offsets: np.ndarray) -> bool:
-    """Whether any record is what :func:`gpualign_plugin.scoring.looks_like_nucleotide` flags.
-
-    Every byte here is in the protein alphabet, so the letters are all but ``*``.
-    """
-    nucleotide = np.zeros(256, dtype=bool)
-    for letter in _NUCLEOTIDE_LIKE:
-        nucleotide[ord(letter)] = nucleotide[ord(letter.lower())] = True
-    starts = offsets[:-1]
-    hits = np.add.reduceat(nucleotide[text].astype(np.int64), starts)
-    letters = (offsets[1:] - starts) - np.add.reduceat((text == ord("*")).astype(np.int64), starts)
-    return bool(((letters >= 10) & (hits >= 0.9 * letters)).any())
-
-
-def _parse_by_records(path: str, alphabet: Alphabet) -> Database:
-    from gpualign_plugin.io.fasta import iter_fasta_text
-
-    names, descriptions, texts, codes = [], [], [], []
-    for name, description, text in iter_fasta_text(path):
-        names.append(name)
-        descriptions.append(description)
-        texts.append(text.encode("latin-1"))
-        codes.append(alphabet.encode(text, path=path, record=name))
-    offsets = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum([len(t) for t in texts], out=offsets[1:])
-    return Database(alphabet.name, np.concatenate(codes),
-                    np.frombuffer(b"".join(texts), dtype=np.uint8), offsets, names, descriptions, path)
+    if os.path.isdir(path):
+        raise InputError("is a directory, not a FASTA file or a prepared database", path=path)
+    records = read_fasta_arrays(path, alphabet)
+    return Database(records.alphabet, records.codes, records.text, records.offsets, records.names,
+                    records.descriptions, records.source)
 
 
 def is_prepared(path: str | os.PathLike) -> bool:

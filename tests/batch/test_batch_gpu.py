@@ -155,3 +155,26 @@ def test_progress_per_launch_and_inside_a_long_pair():
     assert got == align_batch(pairs, DNA, "local")
     assert sum(reports) == sum(len(q) * len(t) for q, t in pairs)
     assert len(reports) >= 4 and min(reports) > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_columns_over_many_small_launches_equal_cpu(mode):
+    from gpualign_plugin.batch import gpu
+    from gpualign_plugin.batch.api import align_columns, align_strands_columns
+    from gpualign_plugin.batch.columns import SequencePairs
+
+    rng = np.random.default_rng(21)
+    pairs = [related(rng, 4, int(rng.integers(1, 301)), int(rng.integers(1, 301))) for _ in range(500)]
+    pairs += [(np.zeros(0, np.uint8), rng.integers(0, 4, 9).astype(np.uint8)),
+              related(rng, 4, 4200, 4100)]  # an empty query (CPU kernel), a long pair (long-pair engine)
+    packed = SequencePairs.from_list(pairs)
+    short = packed.take(np.arange(500))
+    expected = align_columns(short, DNA, mode)
+    profile: dict = {}
+    got = gpu.align_columns(short, DNA, mode, profile=profile, launch_pairs=37)
+    assert profile["launches"] == -(-500 // 37)
+    for name in ("score", "query_start", "query_end", "target_start", "target_end", "runs", "run_offsets"):
+        assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+    both, minus = align_strands_columns(packed, DNA, mode, "both", backend="gpu")
+    cpu_both, cpu_minus = align_strands_columns(packed, DNA, mode, "both")
+    assert both.pairs() == cpu_both.pairs() and np.array_equal(minus, cpu_minus)

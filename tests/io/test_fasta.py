@@ -62,3 +62,37 @@ def test_missing_file_is_named(tmp_path):
 def test_comment_lines_before_the_first_record_are_skipped(tmp_path):
     path = write(tmp_path / "c.fa", ";comment\n>r\nAC\n")
     assert read_fasta(path, DNA)[0].text == "AC"
+
+
+def test_bulk_reader_gives_the_record_readers_records_or_its_error_on_random_files(tmp_path):
+    """read_fasta_arrays against read_fasta on messy random files: same records, or the same error."""
+    import numpy as np
+
+    from gpualign_plugin.io.fasta import read_fasta_arrays
+
+    rng = np.random.default_rng(9)
+    pieces = [">r1", ">r2 a description", "> r3\tx ", ">", ">r1", "ACGT", "acgtn", "AC GT\t",
+              "ACJT", "", "  ", ";c", "RYKM", ">r4>x", "u"]
+    protein = ScoringScheme.from_matrix("BLOSUM62")
+    outcomes = set()
+    for case in range(300):
+        lines = list(rng.choice(pieces, int(rng.integers(1, 9))))
+        if case % 2:
+            lines.insert(0, f">first{case}")
+        text = ("\r\n" if case % 7 == 0 else "\n").join(lines) + ("" if case % 5 == 0 else "\n")
+        path = write(tmp_path / f"f{case}.fa", text, compress=case % 11 == 0)
+        for scheme in (DNA, protein):
+            try:
+                expected = read_fasta(path, scheme)
+            except InputError as error:
+                with pytest.raises(InputError) as bulk:
+                    read_fasta_arrays(path, scheme.alphabet)
+                assert str(bulk.value) == str(error), text
+                outcomes.add("error")
+                continue
+            arrays = read_fasta_arrays(path, scheme.alphabet)
+            got = [arrays.record(k) for k in range(len(arrays))]
+            assert got == expected, text  # ids, text as read, descriptions
+            assert [r.codes.tolist() for r in got] == [r.codes.tolist() for r in expected]
+            outcomes.add("records")
+    assert outcomes == {"error", "records"}

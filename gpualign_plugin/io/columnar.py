@@ -1,0 +1,500 @@
+"""SAM, PAF and TSV text of many alignments at once, built from arrays (``gpualign batch``).
+
+The lines are those :mod:`gpualign_plugin.io.sam` (through pysam), :mod:`gpualign_plugin.io.paf`
+and the batch TSV write one alignment object at a time, byte for byte, but every line
+is built by a parallel Numba kernel straight from an :class:`AlignmentTable`: no Python
+object per alignment. Each kernel runs twice over the rows, once to measure every
+line and once to write it at its offset in one buffer.
+
+Limits of this path (the object writers cover the rest): no E-values (``ZE``/``ZB``),
+no supplementary records (``SA``), no unmapped records.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from gpualign_plugin.io.atomic import atomic_path
+from gpualign_plugin.model import RUN_OPS
+
+_OPS = np.frombuffer(RUN_OPS.encode("ascii"), dtype=np.uint8)
+_NEWLINE = 10
+_SAM_BASES = "=ACMGRSVTWYHKDBN"
+"""The bases BAM's 4-bit encoding keeps (htslib's ``seq_nt16_str``); ``U`` reads ``T``, other letters ``N``."""
+
+
+def _sam_base_table() -> np.ndarray:
+    """SAM SEQ letter of each text byte, as pysam stores and writes it (htslib's ``seq_nt16_table``)."""
+    table = np.full(256, ord("N"), dtype=np.uint8)
+    for letter in _SAM_BASES:
+        table[ord(letter)] = table[ord(letter.lower())] = ord(letter)
+    table[ord("U")] = table[ord("u")] = ord("T")
+    return table
+
+
+def _complement_table() -> np.ndarray:
+    """Complement of each text byte (IUPAC, case kept), as :func:`gpualign_plugin.scoring.reverse_complement_text`."""
+    from gpualign_plugin.scoring import reverse_complement_text
+
+    table = np.arange(256, dtype=np.uint8)
+    letters = bytes(range(32, 127)).decode("ascii")
+    complemented = reverse_complement_text(letters)[::-1]
+    table[32:127] = np.frombuffer(complemented.encode("ascii"), dtype=np.uint8)
+    return table
+
+
+_SEQ_PLUS = _sam_base_table()
+_SEQ_MINUS = _SEQ_PLUS[_complement_table()]
+
+
+@dataclass
+class Names:
+    """Strings as one UTF-8 byte array: string ``k`` is ``data[offsets[k]:offsets[k + 1]]``."""
+
+    data: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, strings) -> "Names":
+        """The :class:`Names` of a sequence of strings without newlines."""
+        data = np.frombuffer(("\n".join(strings) + "\n").encode("utf-8"), dtype=np.uint8)
+        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+        offsets[1:] = np.flatnonzero(data == _NEWLINE) + 1
+        return cls(data, offsets)
+
+
+@dataclass
+class AlignmentTable:
+    """Alignments as arrays, one row each, for the bulk writers.
+
+    Attributes
+    ----------
+    query_names, target_names : Names
+        Record names; rows refer to them through ``query_index`` and ``target_index``.
+    query_index, target_index : numpy.ndarray
+        ``int64`` record of each row's query and target.
+    query_length, target_length : numpy.ndarray
+        ``int64`` full record lengths.
+    query_start, query_end, target_start, target_end : numpy.ndarray
+        ``int64``, 0-based half-open on the forward strands (as in :class:`~gpualign_plugin.model.Alignment`).
+    minus : numpy.ndarray
+        ``bool``: the query's reverse complement aligned (strand ``-``).
+    score : numpy.ndarray
+        ``int64`` alignment score.
+    runs, run_offsets : numpy.ndarray
+        CIGAR runs along the target, as in :class:`~gpualign_plugin.model.AlignmentColumns`.
+    primary : numpy.ndarray
+        ``bool``: the primary alignment of its query (others are secondary).
+    mapq : numpy.ndarray
+        ``int64`` mapping quality.
+    """
+
+    query_names: Names
+    target_names: Names
+    query_index: np.ndarray
+    target_index: np.ndarray
+    query_length: np.ndarray
+    target_length: np.ndarray
+    query_start: np.ndarray
+    query_end: np.ndarray
+    target_start: np.ndarray
+    target_end: np.ndarray
+    minus: np.ndarray
+    score: np.ndarray
+    runs: np.ndarray
+    run_offsets: np.ndarray
+    primary: np.ndarray
+    mapq: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+    def take(self, rows: np.ndarray) -> "AlignmentTable":
+        """The rows ``rows`` (an index array), in that order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        counts = np.diff(self.run_offsets)[rows]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], counts)
+        runs = self.runs[np.repeat(self.run_offsets[rows], counts) + within]
+        picked = {name: getattr(self, name)[rows] for name in (
+            "query_index", "target_index", "query_length", "target_length", "query_start",
+            "query_end", "target_start", "target_end", "minus", "score", "primary", "mapq")}
+        return AlignmentTable(self.query_names, self.target_names, runs=runs, run_offsets=offsets,
+                              **picked)
+
+
+@njit(cache=True, nogil=True)
+def _put_byte(buf, pos, value, write):
+    if write:
+        buf[pos] = value
+    return pos + 1
+
+
+@njit(cache=True, nogil=True)
+def _put_int(buf, pos, value, write):
+    if value < 0:
+        pos = _put_byte(buf, pos, 45, write)
+        value = -value
+    digits = 1
+    rest = value // 10
+    while rest > 0:
+        digits += 1
+        rest //= 10
+    if write:
+        for d in range(digits - 1, -1, -1):
+            buf[pos + d] = 48 + value % 10
+            value //= 10
+    return pos + digits
+
+
+@njit(cache=True, nogil=True)
+def _put_slice(buf, pos, source, start, stop, write):
+    if write:
+        buf[pos:pos + stop - start] = source[start:stop]
+    return pos + stop - start
+
+
+@njit(cache=True, nogil=True)
+def _put_text(buf, pos, text, write):
+    for x in range(text.shape[0]):
+        pos = _put_byte(buf, pos, text[x], write)
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def _put_runs(buf, pos, runs, first, last, ops, write):
+    """The CIGAR of ``runs[first:last]`` (``*`` when there are none)."""
+    if first == last:
+        return _put_byte(buf, pos, 42, write)
+    for r in range(first, last):
+        pos = _put_int(buf, pos, runs[r] >> 2, write)
+        pos = _put_byte(buf, pos, ops[runs[r] & 3], write)
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def _run_sums(runs, first, last):
+    """``(matches, mismatches, gap columns, gap opens, columns)`` of ``runs[first:last]``."""
+    matches = mismatches = gaps = opens = 0
+    for r in range(first, last):
+        length = runs[r] >> 2
+        op = runs[r] & 3
+        if op == 0:
+            matches += length
+        elif op == 1:
+            mismatches += length
+        else:
+            gaps += length
+            opens += 1
+    return matches, mismatches, gaps, opens, matches + mismatches + gaps
+
+
+@njit(cache=True, nogil=True)
+def _tsv_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, qs, qe, ts, te, minus, score, runs, ro, ops):
+    pos = _put_slice(buf, pos, qn, qo[qi[k]], qo[qi[k] + 1] - 1, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_slice(buf, pos, tn, to[ti[k]], to[ti[k] + 1] - 1, write)
+    for value in (score[k], qs[k], qe[k], ts[k], te[k]):
+        pos = _put_byte(buf, pos, 9, write)
+        pos = _put_int(buf, pos, value, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_runs(buf, pos, runs, ro[k], ro[k + 1], ops, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_byte(buf, pos, 45 if minus[k] else 43, write)
+    return _put_byte(buf, pos, 10, write)
+
+
+@njit(cache=True, parallel=True)
+def _tsv_lines(qn, qo, tn, to, qi, ti, qs, qe, ts, te, minus, score, runs, ro, ops):
+    count = score.shape[0]
+    empty = np.empty(0, np.uint8)
+    ends = np.zeros(count + 1, np.int64)
+    for k in prange(count):
+        ends[k + 1] = _tsv_row(empty, 0, k, False, qn, qo, tn, to, qi, ti, qs, qe, ts, te, minus,
+                               score, runs, ro, ops)
+    ends = np.cumsum(ends)
+    buf = np.empty(ends[count], np.uint8)
+    for k in prange(count):
+        _tsv_row(buf, ends[k], k, True, qn, qo, tn, to, qi, ti, qs, qe, ts, te, minus, score, runs,
+                 ro, ops)
+    return buf
+
+
+def tsv_lines(table: AlignmentTable) -> bytes:
+    """The batch TSV's lines (no header): ``qid tid score qstart qend tstart tend cigar strand``."""
+    t = table
+    return _tsv_lines(t.query_names.data, t.query_names.offsets, t.target_names.data,
+                      t.target_names.offsets, t.query_index, t.target_index, t.query_start,
+                      t.query_end, t.target_start, t.target_end, t.minus, t.score, t.runs,
+                      t.run_offsets, _OPS).tobytes()
+
+
+_TP_AS = np.frombuffer(b"tp:A:", dtype=np.uint8)
+_AS = np.frombuffer(b"AS:i:", dtype=np.uint8)
+_NM = np.frombuffer(b"NM:i:", dtype=np.uint8)
+_CG = np.frombuffer(b"cg:Z:", dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score, runs,
+             ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag):
+    matches, mismatches, gaps, _, columns = _run_sums(runs, ro[k], ro[k + 1])
+    pos = _put_slice(buf, pos, qn, qo[qi[k]], qo[qi[k] + 1] - 1, write)
+    for value in (ql[k], qs[k], qe[k]):
+        pos = _put_byte(buf, pos, 9, write)
+        pos = _put_int(buf, pos, value, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_byte(buf, pos, 45 if minus[k] else 43, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_slice(buf, pos, tn, to[ti[k]], to[ti[k] + 1] - 1, write)
+    for value in (tl[k], ts[k], te[k], matches, columns, mapq[k]):
+        pos = _put_byte(buf, pos, 9, write)
+        pos = _put_int(buf, pos, value, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, tp_tag, write)
+    pos = _put_byte(buf, pos, 80 if primary[k] else 83, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, as_tag, write)
+    pos = _put_int(buf, pos, score[k], write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, nm_tag, write)
+    pos = _put_int(buf, pos, mismatches + gaps, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, cg_tag, write)
+    pos = _put_runs(buf, pos, runs, ro[k], ro[k + 1], ops, write)
+    return _put_byte(buf, pos, 10, write)
+
+
+@njit(cache=True, parallel=True)
+def _paf_lines(qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score, runs, ro, primary, mapq,
+               ops, tp_tag, as_tag, nm_tag, cg_tag):
+    count = score.shape[0]
+    empty = np.empty(0, np.uint8)
+    ends = np.zeros(count + 1, np.int64)
+    for k in prange(count):
+        ends[k + 1] = _paf_row(empty, 0, k, False, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
+                               minus, score, runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag,
+                               cg_tag)
+    ends = np.cumsum(ends)
+    buf = np.empty(ends[count], np.uint8)
+    for k in prange(count):
+        _paf_row(buf, ends[k], k, True, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score,
+                 runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag)
+    return buf
+
+
+def paf_lines(table: AlignmentTable) -> bytes:
+    """PAF lines of every row, in row order, as :func:`gpualign_plugin.io.paf.paf_line` writes them."""
+    t = table
+    return _paf_lines(t.query_names.data, t.query_names.offsets, t.target_names.data,
+                      t.target_names.offsets, t.query_index, t.target_index, t.query_length,
+                      t.target_length, t.query_start, t.query_end, t.target_start, t.target_end,
+                      t.minus, t.score, t.runs, t.run_offsets, t.primary, t.mapq, _OPS, _TP_AS, _AS,
+                      _NM, _CG).tobytes()
+
+
+_SAM_AS = np.frombuffer(b"AS:i:", dtype=np.uint8)
+_SAM_MD = np.frombuffer(b"MD:Z:", dtype=np.uint8)
+_SAM_DE = np.frombuffer(b"de:f:", dtype=np.uint8)
+_SAM_MATES = np.frombuffer(b"\t*\t0\t0\t", dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _md_ok(runs, first, last, target_text, start):
+    """Whether every mismatched or deleted target residue is a letter (the MD grammar's condition)."""
+    position = start
+    for r in range(first, last):
+        length = runs[r] >> 2
+        op = runs[r] & 3
+        if op == 1 or op == 3:
+            for x in range(position, position + length):
+                letter = target_text[x] & 0xDF
+                if letter < 65 or letter > 90:
+                    return False
+        if op != 2:
+            position += length
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _put_md(buf, pos, runs, first, last, target_text, start, write):
+    matched = 0
+    position = start
+    for r in range(first, last):
+        length = runs[r] >> 2
+        op = runs[r] & 3
+        if op == 0:
+            matched += length
+            position += length
+        elif op == 1:
+            for x in range(position, position + length):
+                pos = _put_int(buf, pos, matched, write)
+                pos = _put_byte(buf, pos, target_text[x] & 0xDF, write)
+                matched = 0
+            position += length
+        elif op == 3:
+            pos = _put_int(buf, pos, matched, write)
+            pos = _put_byte(buf, pos, 94, write)
+            for x in range(position, position + length):
+                pos = _put_byte(buf, pos, target_text[x] & 0xDF, write)
+            matched = 0
+            position += length
+    return _put_int(buf, pos, matched, write)
+
+
+@njit(cache=True, nogil=True)
+def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, runs, ro,
+             primary, mapq, ops, query_text, query_offsets, target_text, target_offsets, with_seq,
+             seq_plus, seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates):
+    first, last = ro[k], ro[k + 1]
+    _, mismatches, gaps, _, _ = _run_sums(runs, first, last)
+    pos = _put_slice(buf, pos, qn, qo[qi[k]], qo[qi[k] + 1] - 1, write)
+    pos = _put_byte(buf, pos, 9, write)
+    flag = (16 if minus[k] else 0) | (0 if primary[k] else 256)
+    pos = _put_int(buf, pos, flag, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_slice(buf, pos, tn, to[ti[k]], to[ti[k] + 1] - 1, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_int(buf, pos, ts[k] + 1, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_int(buf, pos, mapq[k], write)
+    pos = _put_byte(buf, pos, 9, write)
+    head, tail = qs[k], ql[k] - qe[k]
+    if minus[k]:
+        head, tail = tail, head
+    if head > 0:
+        pos = _put_int(buf, pos, head, write)
+        pos = _put_byte(buf, pos, 83, write)
+    for r in range(first, last):
+        pos = _put_int(buf, pos, runs[r] >> 2, write)
+        pos = _put_byte(buf, pos, ops[runs[r] & 3], write)
+    if tail > 0:
+        pos = _put_int(buf, pos, tail, write)
+        pos = _put_byte(buf, pos, 83, write)
+    pos = _put_text(buf, pos, mates, write)
+    if with_seq and primary[k]:
+        q0, q1 = query_offsets[qi[k]], query_offsets[qi[k] + 1]
+        if minus[k]:
+            for x in range(q1 - 1, q0 - 1, -1):
+                pos = _put_byte(buf, pos, seq_minus[query_text[x]], write)
+        else:
+            for x in range(q0, q1):
+                pos = _put_byte(buf, pos, seq_plus[query_text[x]], write)
+    else:
+        pos = _put_byte(buf, pos, 42, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_byte(buf, pos, 42, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, as_tag, write)
+    pos = _put_int(buf, pos, score[k], write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, nm_tag, write)
+    pos = _put_int(buf, pos, mismatches + gaps, write)
+    start = target_offsets[ti[k]] + ts[k]
+    if _md_ok(runs, first, last, target_text, start):
+        pos = _put_byte(buf, pos, 9, write)
+        pos = _put_text(buf, pos, md_tag, write)
+        pos = _put_md(buf, pos, runs, first, last, target_text, start, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, de_tag, write)
+    pos = _put_slice(buf, pos, de_text, de_offsets[de_index[k]], de_offsets[de_index[k] + 1] - 1,
+                     write)
+    return _put_byte(buf, pos, 10, write)
+
+
+@njit(cache=True, parallel=True)
+def _sam_lines(order, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, runs, ro, primary,
+               mapq, ops, query_text, query_offsets, target_text, target_offsets, with_seq, seq_plus,
+               seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates):
+    count = order.shape[0]
+    empty = np.empty(0, np.uint8)
+    ends = np.zeros(count + 1, np.int64)
+    for x in prange(count):
+        ends[x + 1] = _sam_row(empty, 0, order[x], False, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te,
+                               minus, score, runs, ro, primary, mapq, ops, query_text, query_offsets,
+                               target_text, target_offsets, with_seq, seq_plus, seq_minus, de_text,
+                               de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates)
+    ends = np.cumsum(ends)
+    buf = np.empty(ends[count], np.uint8)
+    for x in prange(count):
+        _sam_row(buf, ends[x], order[x], True, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus,
+                 score, runs, ro, primary, mapq, ops, query_text, query_offsets, target_text,
+                 target_offsets, with_seq, seq_plus, seq_minus, de_text, de_offsets, de_index,
+                 as_tag, nm_tag, md_tag, de_tag, mates)
+    return buf
+
+
+def _divergence_texts(table: AlignmentTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``de:f`` value of every row as pysam writes it: ``(text, offsets, index of each row)``.
+
+    The value is a 32-bit float of (mismatches + gap opens) / (matches + mismatches + gap
+    opens); the distinct pairs of counts are few, so each is formatted once, by htslib
+    itself (through a pysam record), and rows point at their text.
+    """
+    import pysam
+
+    counts = np.diff(table.run_offsets)
+    row = np.repeat(np.arange(len(table)), counts)
+    length = (table.runs >> 2).astype(np.int64)
+    op = table.runs & 3
+    matches = np.bincount(row, weights=length * (op == 0), minlength=len(table)).astype(np.int64)
+    mismatches = np.bincount(row, weights=length * (op == 1), minlength=len(table)).astype(np.int64)
+    opens = np.bincount(row, weights=(op >= 2), minlength=len(table)).astype(np.int64)
+    events = mismatches + opens
+    key = events * (1 << 32) + matches + events
+    distinct, index = np.unique(key, return_inverse=True)
+    header = pysam.AlignmentHeader.from_dict({"SQ": [{"SN": "x", "LN": 1}]})  # a minimal record
+    record = pysam.AlignedSegment(header)
+    record.query_name, record.flag = "x", 4
+    texts = []
+    for value in distinct.tolist():
+        events, total = value >> 32, value & 0xFFFFFFFF
+        record.set_tags([("de", events / total if total else 0.0, "f")])
+        texts.append(record.to_string().rsplit("de:f:", 1)[1])
+    joined = Names.of(texts)
+    return joined.data, joined.offsets, index.reshape(-1).astype(np.int64)
+
+
+def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.ndarray,
+              target_text: np.ndarray, target_offsets: np.ndarray, with_seq: bool) -> bytes:
+    """SAM records of every row, coordinate-sorted, as :func:`gpualign_plugin.io.sam.write_alignments` writes them.
+
+    Parameters
+    ----------
+    table : AlignmentTable
+        The alignments, in the order that breaks ties of the sort (as the object
+        writer's input order).
+    query_text, target_text : numpy.ndarray
+        ``uint8`` residues of every record as read (case kept), records back to back;
+        ``query_offsets`` and ``target_offsets`` their boundaries (records as in the
+        table's ``query_index`` and ``target_index``).
+    with_seq : bool
+        Write SEQ (DNA) on primary records; otherwise ``*``.
+
+    Returns
+    -------
+    bytes
+        The records sorted by target record, then start, then ``+`` before ``-``, then row.
+    """
+    t = table
+    order = np.lexsort((np.arange(len(t)), t.minus, t.target_start, t.target_index))
+    de_text, de_offsets, de_index = _divergence_texts(t)
+    return _sam_lines(order, t.query_names.data, t.query_names.offsets, t.target_names.data,
+                      t.target_names.offsets, t.query_index, t.target_index, t.query_length,
+                      t.query_start, t.query_end, t.target_start, t.target_end, t.minus, t.score,
+                      t.runs, t.run_offsets, t.primary, t.mapq, _OPS, query_text, query_offsets,
+                      target_text, target_offsets, with_seq, _SEQ_PLUS, _SEQ_MINUS, de_text,
+                      de_offsets, de_index, _SAM_AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES).tobytes()
+
+
+def write_bytes(path: str | os.PathLike, *parts: bytes) -> None:
+    """Write ``parts`` to ``path`` atomically (temporary name, renamed when complete)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as handle:
+            for part in parts:
+                handle.write(part)
