@@ -190,7 +190,7 @@ def test_makedb_alphabet_follows_the_records(tmp_path):
 def test_nucleotide_like_records_are_found_as_the_record_reader_finds_them():
     # Records around the 90% / 10-letter thresholds, with stops ('*', not a letter) and lower case.
     from gpualign_plugin.scoring import looks_like_nucleotide
-    from gpualign_plugin.search.database import _any_nucleotide_like
+    from gpualign_plugin.io.fasta import _any_nucleotide_like
 
     rng = np.random.default_rng(11)
     pool = np.array(list("ACGTNacgtnMKVLWY*"))
