@@ -339,7 +339,8 @@ def _cover(t0: int, t1: int, span: int | None, length: int) -> list[tuple[int, i
     return [(t0 + k * step, min(t1, t0 + k * step + step + span)) for k in range(count)]
 
 
-def score_above_floor(scorer, requests: list, scheme: ScoringScheme) -> list[PairScore]:
+def score_above_floor(scorer, requests: list, scheme: ScoringScheme,
+                      within: list | None = None) -> tuple[list[PairScore], list[list]]:
     """Local scores of ``requests``, exact wherever they reach their floor, by ``scorer`` in one call.
 
     ``requests`` are ``(codes, t_index, t0, t1, floor)``; ``scorer`` has ``score(pairs)``
@@ -347,30 +348,77 @@ def score_above_floor(scorer, requests: list, scheme: ScoringScheme) -> list[Pai
     alignment scoring ``floor`` fits (:func:`span_bound` is 0) is not scored; a long
     target range is cut into slices (:func:`_cover`) that overlap by the span bound, so
     an alignment scoring at least ``floor`` lies whole in some slice, and keeps its score
-    there. The result is the best slice's score and end cell (score descending, row,
-    column ascending, columns counted from ``t0``): the whole range's own when its score
-    is at least ``floor``; below ``floor`` only a lower bound (``(0, 0, 0)`` if not scored).
+    there. ``within`` (optional, one entry per request) replaces the cut of a request by
+    the given target slices ``(s0, s1)`` (inside ``[t0, t1)``), where the caller knows
+    that every alignment scoring at least ``floor`` lies whole in one of them (an empty
+    list: nothing is scored); ``None`` entries are cut as above.
+
+    Returns ``(results, slices)``. ``results``: per request the best slice's score and end
+    cell (score descending, row, column ascending, columns counted from ``t0``): the whole
+    range's own when its score is at least ``floor``; below ``floor`` only a lower bound
+    (``(0, 0, 0)`` if not scored). ``slices``: per request the ``(s0, s1, score)`` of every
+    slice scored (columns of the whole target).
     """
     spans = [span_bound(len(codes), floor, scheme) for codes, _, _, _, floor in requests]
-    work = sum(len(r[0]) * (r[3] - r[2]) for r, span in zip(requests, spans) if span != 0)
+    cuts = []
+    for k, ((codes, _, t0, t1, _floor), span) in enumerate(zip(requests, spans)):
+        given = within[k] if within is not None else None
+        cuts.append([] if span == 0 else given if given is not None else None)
+    work = sum(len(r[0]) * (r[3] - r[2]) for r, cut in zip(requests, cuts) if cut is None) + \
+        sum(len(r[0]) * (s1 - s0) for r, cut in zip(requests, cuts) if cut for s0, s1 in cut)
     ideal = -(-work // (scorer.warps * 512 * SLICE_WAVES)) if work else 1
     pairs, owners = [], []
-    for k, ((codes, t_index, t0, t1, _floor), span) in enumerate(zip(requests, spans)):
-        if span == 0:
-            continue
-        length = max(SLICE_SPAN_RATIO * span, ideal, SLICE_MIN_COLUMNS) if span is not None else 0
-        for s0, s1 in _cover(t0, t1, span, length):
+    for k, ((codes, t_index, t0, t1, _floor), span, cut) in enumerate(zip(requests, spans, cuts)):
+        if cut is None:
+            length = max(SLICE_SPAN_RATIO * span, ideal, SLICE_MIN_COLUMNS) if span is not None else 0
+            cut = _cover(t0, t1, span, length)
+        for s0, s1 in cut:
             pairs.append((codes, t_index, s0, s1))
-            owners.append((k, s0 - t0))
+            owners.append((k, s0, s1))
     results = [PairScore(0, 0, 0)] * len(requests)
-    for (k, shift), found in zip(owners, scorer.score(pairs)):
+    slices: list[list] = [[] for _ in requests]
+    for (k, s0, s1), found in zip(owners, scorer.score(pairs) if pairs else []):
+        slices[k].append((s0, s1, found.score))
         if found.score <= 0:
             continue
-        found = PairScore(found.score, found.query_end, found.target_end + shift)
+        found = PairScore(found.score, found.query_end, found.target_end + s0 - requests[k][2])
         old = results[k]
         if (-found.score, found.query_end, found.target_end) < (-old.score, old.query_end, old.target_end):
             results[k] = found
-    return results
+    return results, slices
+
+
+class _SliceScores:
+    """Per query, strand and target: the slice scores of every whole-target score pass of a
+    query segment, to prune later passes of sub-intervals (docs/ALGORITHMS.md, "Two
+    shortcuts", pruned re-scores).
+
+    Invariant (kept by :meth:`within` and :meth:`record`): every local alignment scoring at
+    least the query's floor of any sub-interval of a recorded segment lies whole in one of
+    its recorded slices, whose recorded score is then at least the floor too.
+    """
+
+    def __init__(self):
+        self.segments: dict = {}  # (query, strand, t_index) -> [(q0, q1, [(s0, s1, score)])]
+
+    def within(self, k: int, where: _Slice, floor: int) -> list | None:
+        """The slices to score ``where`` on (query ``k``): those of the smallest recorded
+        segment holding ``where``'s query interval that score at least ``floor``, clipped to
+        ``where``'s columns; None when no recorded segment holds it (cut as usual)."""
+        holders = [(q1 - q0, scored) for q0, q1, scored in self.segments.get((k, where.strand, where.t_index), ())
+                   if q0 <= where.q0 and where.q1 <= q1]
+        if not holders:
+            return None
+        scored = min(holders, key=lambda holder: holder[0])[1]
+        return [(max(s0, where.t0), min(s1, where.t1)) for s0, s1, score in scored
+                if score >= floor and max(s0, where.t0) < min(s1, where.t1)]
+
+    def record(self, k: int, where: _Slice, length: int, scored: list) -> None:
+        """Keep the slice scores of ``where`` (query ``k``) if it spans the whole target
+        (``length`` columns): only then do its slices hold every alignment of its segment."""
+        if where.t0 == 0 and where.t1 == length:
+            self.segments.setdefault((k, where.strand, where.t_index), []).append(
+                (where.q0, where.q1, scored))
 
 
 class _Engine:
@@ -697,20 +745,25 @@ class _CountedScorer:
 def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: list,
                      scheme: ScoringScheme, scorer, align: Callable, zdrop: float, on_cells,
                      workers: int, before_alignments: Callable[[int], None] | None = None,
-                     timing: dict | None = None) -> list[Alignment]:
+                     timing: dict | None = None, prune: bool = True) -> list[Alignment]:
     """All queries' placements (:func:`_place_query`) advanced together, in rounds.
 
     Each round gathers every query's pending request: all score passes go to one
     ``scorer.score`` call through :func:`score_above_floor` (exact at and above each
     query's significance floor, which is all the placement reads); all alignments run
     ``workers`` at once, each ``align(q, t)`` (a :class:`PairAlignment` of oriented
-    codes) in the window of :func:`window_start`. ``plans`` are ``(floor, generator)``
+    codes) in the window of :func:`window_start`. With ``prune`` (the default), a pass of
+    a segment's sub-interval (a segment left or right of a piece, a piece's second-best
+    pass) runs only on the slices of the segment's own pass that reached the floor
+    (:class:`_SliceScores`); ``prune=False`` cuts every pass afresh (the same records,
+    more cells: for measuring what pruning saves). ``plans`` are ``(floor, generator)``
     per query. The records are those of :func:`_run_one`, query after query;
     ``on_cells`` gets each query's score-pass cells when it is done; ``before_alignments``
     (if given) is called with a round's number of alignments before they start;
     ``timing`` (if given) gets ``rounds``, ``rounds_score_s`` and ``rounds_align_s``.
     """
     clock = {"rounds": 0, "rounds_score_s": 0.0, "rounds_align_s": 0.0}
+    known = _SliceScores()
     floors = [floor for floor, _ in plans]
     runs = [run for _, run in plans]
     replies: list = [None] * len(queries)
@@ -738,7 +791,7 @@ def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: li
                         on_cells(cells[k])
             active = [k for k in active if k in asks]
             segments: dict = {}  # one oriented array per segment, so the scorer uploads it once
-            requests, owners = [], []
+            requests, owners, within = [], [], []
             for k in active:
                 if isinstance(asks[k], _Scores):
                     for where in asks[k].slices:
@@ -746,12 +799,15 @@ def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: li
                         if key not in segments:
                             segments[key] = _oriented(queries[k], where)
                         requests.append((segments[key], where.t_index, where.t0, where.t1, floors[k]))
-                        owners.append(k)
+                        owners.append((k, where))
+                        within.append(known.within(k, where, floors[k]) if prune else None)
                         cells[k] += (where.q1 - where.q0) * (where.t1 - where.t0)
             started = time.perf_counter()
             replies = [[] for _ in queries]
-            for k, found in zip(owners, score_above_floor(scorer, requests, scheme) if requests else []):
-                replies[k].append(found)
+            found, scored = score_above_floor(scorer, requests, scheme, within) if requests else ([], [])
+            for (k, where), end, slices in zip(owners, found, scored):
+                replies[k].append(end)
+                known.record(k, where, len(targets[where.t_index]), slices)
             scored = time.perf_counter()
             alignments = [(k, where, end) for k in active if isinstance(asks[k], _Aligns)
                           for where, end in asks[k].asks]

@@ -12,8 +12,9 @@ import math
 import random
 
 import numpy as np
+import oracles
 import pytest
-from test_placement import PARAMETERS, SCHEME, _mutate, _random_dna, _rc
+from test_placement import PARAMETERS, SCHEME, _mutate, _random_dna, _rc, _records
 
 from gpualign_plugin.pairwise import cpu, placement
 from gpualign_plugin.pairwise.placement import place_local, window_start
@@ -95,6 +96,32 @@ def _case(seed):
     return [SCHEME.encode(*q) for q in queries], [SCHEME.encode("chrA", t1), SCHEME.encode("chrB", t2)]
 
 
+def _plans(queries, targets, scheme, parameters, strands):
+    """Per query, its significance floor and placement generator, as place_local makes them."""
+    database = (sum(len(t) for t in targets), len(targets))
+    best = int(scheme.matrix.max())
+    plans = []
+    for query in queries:
+        def significant(score, t_index, m=len(query)):
+            return score >= 1 and parameters.evalue(score, m, *database, len(targets[t_index])) <= 1e-5
+
+        floor = min(placement.significance_floor(lambda s, t=t: significant(s, t), best * len(query))
+                    for t in range(len(targets)))
+        plans.append((floor, placement._place_query(query, targets, strands, significant, floor,
+                                                    parameters, database)))
+    return plans
+
+
+def _rounds(queries, targets, zdrop_bits, prune, scorer=None):
+    """The rounds driver on the CPU (DNA scheme, both strands): records and the scorer."""
+    scorer = scorer or _CpuPairScorer(targets)
+    placed = placement._place_in_rounds(
+        queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME, scorer,
+        lambda q, t: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
+        None, workers=2, prune=prune)
+    return placed, scorer
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("zdrop_bits", [12.0, math.inf])
 def test_rounds_with_sliced_scores_and_windowed_alignments_give_the_cpu_records(seed, zdrop_bits,
@@ -104,27 +131,68 @@ def test_rounds_with_sliced_scores_and_windowed_alignments_give_the_cpu_records(
     # Slices only twice the span bound: many overlapping slices per target.
     monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
     monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
-    database = (sum(len(t) for t in targets), len(targets))
-    plans = []
-    for query in queries:
-        def significant(score, t_index, m=len(query)):
-            return score >= 1 and PARAMETERS.evalue(score, m, *database, len(targets[t_index])) <= 1e-5
-
-        floor = min(placement.significance_floor(lambda s, t=t: significant(s, t), 2 * len(query))
-                    for t in range(len(targets)))
-        plans.append((floor, placement._place_query(query, targets, ("+", "-"), significant, floor,
-                                                    PARAMETERS, database)))
     scorer = _CpuPairScorer(targets)
     cells, reports = [], []
     # The GPU engine's progress: each score call's cells, through the wrapper place_local uses.
     counted = placement._CountedScorer(scorer, reports.append)
     placed = placement._place_in_rounds(
-        queries, targets, plans, SCHEME, counted, lambda q, t: cpu.align_pair(q, t, SCHEME, "local"),
-        zdrop_bits * math.log(2) / PARAMETERS.lam, cells.append, workers=2)
+        queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME, counted,
+        lambda q, t: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
+        cells.append, workers=2)
     assert placed == expected and any(a.is_supplementary for a in placed)
-    assert counted.pairs > 4 * len(queries) * 2 * len(targets)  # the targets were sliced
     assert len(cells) == len(queries)
     assert len(reports) > 1 and min(reports) > 0 and sum(reports) == scorer.cells
+    # Without pruning every pass is sliced afresh: the same records, more cells.
+    unpruned, full = _rounds(queries, targets, zdrop_bits, prune=False)
+    assert unpruned == expected
+    assert full.pairs > 4 * len(queries) * 2 * len(targets)  # the targets were sliced
+    assert scorer.cells < full.cells
+
+
+def _stress_case(seed):
+    """Targets with what pruning must not lose: a mutated copy of a region right next to it, a
+    copy on the other strand, a copy on a second chromosome; queries on all of them, pieces
+    that only the Z-drop splits (an insertion, an inversion), and an unrelated query."""
+    rng = random.Random(seed)
+    t1 = list(_random_dna(rng, 1500))
+    t1[410:510] = _mutate(rng, "".join(t1[300:400]), 0.08)  # a repeat near the primary
+    t1[1300:1380] = _rc(_mutate(rng, "".join(t1[600:680]), 0.04))  # a copy on the other strand
+    t1 = "".join(t1)
+    t2 = _random_dna(rng, 300) + _mutate(rng, t1[950:1050], 0.03) + _random_dna(rng, 300)
+    a = rng.randrange(700, 760)
+    queries = [
+        ("near", _mutate(rng, t1[300:400], 0.02) + _random_dna(rng, 15) + _mutate(rng, t1[820:880], 0.02)),
+        ("strands", _rc(_mutate(rng, t1[600:680], 0.02))),
+        ("chromosomes", _random_dna(rng, 10) + _mutate(rng, t1[950:1050], 0.02)),
+        ("insertion", t1[a:a + 60] + _random_dna(rng, 30) + t1[a + 60:a + 120]),
+        ("inversion", t1[150:210] + _rc(t1[210:260]) + t1[260:320]),
+        ("unrelated", _random_dna(rng, 120)),
+    ]
+    return queries, [("chrA", t1), ("chrB", t2)]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_pruned_rounds_equal_the_cpu_engine_and_the_oracle_on_copies_and_zdrop_pieces(seed,
+                                                                                     monkeypatch):
+    """Pruning the re-scores by the parent's slice scores changes no record where it matters
+    most: rivals next to the primary, on the other strand, on another chromosome, and pieces
+    that the Z-drop leaves apart (their neighbours are re-scored as child segments)."""
+    queries, targets = _stress_case(seed)
+    encoded_q = [SCHEME.encode(*q) for q in queries]
+    encoded_t = [SCHEME.encode(*t) for t in targets]
+    zdrop_bits = 12.0
+    expected = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=zdrop_bits)
+    oracle = oracles.local_placement(queries, targets, SCHEME, PARAMETERS, 1e-5,
+                                     zdrop_bits * math.log(2) / PARAMETERS.lam)
+    assert _records(expected) == oracle
+    assert any(a.is_supplementary for a in expected) and any(not a.is_primary for a in expected)
+    assert {a.strand for a in expected} == {"+", "-"} and {a.target_id for a in expected} == {"chrA", "chrB"}
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    pruned, scorer = _rounds(encoded_q, encoded_t, zdrop_bits, prune=True)
+    unpruned, full = _rounds(encoded_q, encoded_t, zdrop_bits, prune=False)
+    assert pruned == expected and unpruned == expected
+    assert scorer.cells < full.cells
 
 
 def test_slices_cover_every_interval_of_the_span():
@@ -166,16 +234,7 @@ def test_rounds_on_protein_targets_of_different_lengths_give_the_cpu_records(mon
     expected = place_local(queries, targets, scheme, backend="cpu", strands="plus")
     monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
     monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
-    database = (sum(len(t) for t in targets), len(targets))
-    plans = []
-    for query in queries:
-        def significant(score, t_index, m=len(query)):
-            return score >= 1 and parameters.evalue(score, m, *database, len(targets[t_index])) <= 1e-5
-
-        floor = min(placement.significance_floor(lambda s, t=t: significant(s, t), 11 * len(query))
-                    for t in range(len(targets)))
-        plans.append((floor, placement._place_query(query, targets, ("+",), significant, floor,
-                                                    parameters, database)))
+    plans = _plans(queries, targets, scheme, parameters, ("+",))
 
     class Scorer(_CpuPairScorer):
         def score(self, pairs):
