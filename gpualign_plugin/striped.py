@@ -34,6 +34,8 @@ which the callers apply.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 from numba.core import types
@@ -132,9 +134,10 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, ne
     column, ties going to the smaller position when ``ties_to_smaller_p`` (the
     query is striped) and else to the earlier column; without, the best ``H`` at
     the last striped position (``last_lane``, ``last_segment``) and its column
-    when ``track[3]`` is 1 (semiglobal with the query striped). Returns ``k1``,
-    or the first column whose values left ``[low, high]`` (that column is
-    complete and exact; the caller continues in wider lanes).
+    when ``track[3]`` is 1 (semiglobal with the query striped). Returns ``(k1,
+    False)``, or ``(k, True)`` for the first column ``k`` whose values left
+    ``[low, high]`` (that column is complete and exact; the caller continues in
+    wider lanes).
     """
     column = seg_len * LANES
     last = column - LANES
@@ -241,8 +244,8 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, ne
                 track[0] = value
                 track[2] = k
         if top > high or bottom < low:
-            return k
-    return k1
+            return k, True
+    return k1, False
 
 
 @njit(cache=True, nogil=True)
@@ -284,11 +287,14 @@ def _start(H, G, carry, profile, stripe, walk, matrix, transposed, seg_len, stri
 
 
 @njit(cache=True, nogil=True)
-def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local):
-    """:func:`striped_score` with the striped and walked sequences chosen (``local``: True or None).
+def _setup(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local):
+    """State of a striped pair before its first column (:func:`_striped`'s arguments).
 
-    Returns ``(score, query_end, target_end, columns)``: ``columns`` is the number of
-    columns computed in 16-bit lanes (-1 when the pair starts in 32 bits).
+    Returns ``(seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track,
+    position)``: the 32-bit state and profile, the 16-bit ones (empty when the pair
+    starts in 32 bits; ``profile`` is empty while the pair runs in 16 bits), the
+    end-cell ``track`` of :func:`_columns`, and ``position`` (int64): columns done,
+    columns done in 16-bit lanes (-1: none), 1 while the pair runs in 16 bits.
     """
     P = stripe.shape[0]
     K = walk.shape[0]
@@ -302,25 +308,58 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
     if local is None and mode == SEMIGLOBAL and not transposed:
         track[0] = -(gap_open + P * gap_extend)
         track[3] = 1
-    last_lane = (P - 1) // seg_len
-    last_segment = (P - 1) % seg_len
     H = np.empty(column, dtype=np.int32)
     G = np.empty(column, dtype=np.int32)
     carry = np.empty(1 + LANES, dtype=np.int32)
-    # The most one cell can move a value: a substitution, or a gap's open and two extensions.
-    margin = np.abs(matrix).max() + gap_open + 2 * gap_extend
     longest_gap = max(column if stripe_gap else 0, K if iter_gap else 0)
-    done = 0
+    margin = _margin(matrix, gap_open, gap_extend)
     use16 = (margin <= 1000 and seg_len < 32767
              and gap_open + longest_gap * gap_extend <= 32768 - 2 * margin)
+    position = np.zeros(3, dtype=np.int64)
     if use16:
         H16 = np.empty(column, dtype=np.int16)
         G16 = np.empty(column, dtype=np.int16)
         carry16 = np.empty(1 + LANES, dtype=np.int16)
         profile16 = np.empty(letters * column, dtype=np.int16)
+        profile = np.empty(0, dtype=np.int32)
         _start(H16, G16, carry16, profile16, stripe, walk, matrix, transposed, seg_len,
                stripe_gap, gap_open, gap_extend, -32768)
-        done = _columns(profile16, seg_len, walk, 0, K, H16, G16, carry16,
+        position[2] = 1
+    else:
+        H16 = np.empty(0, dtype=np.int16)
+        G16 = np.empty(0, dtype=np.int16)
+        carry16 = np.empty(0, dtype=np.int16)
+        profile16 = np.empty(0, dtype=np.int16)
+        profile = np.empty(letters * column, dtype=np.int32)
+        _start(H, G, carry, profile, stripe, walk, matrix, transposed, seg_len, stripe_gap,
+               gap_open, gap_extend, NEG_INF)
+        position[1] = -1
+    return seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _margin(matrix, gap_open, gap_extend):
+    """The most one cell can move a value: a substitution, or a gap's open and two extensions."""
+    return np.abs(matrix).max() + gap_open + 2 * gap_extend
+
+
+@njit(cache=True, nogil=True)
+def _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local, seg_len,
+             H, G, carry, profile, H16, G16, carry16, profile16, track, position):
+    """Run the pair's columns up to ``k_end`` (:func:`_setup`'s state, updated in place).
+
+    A pair in 16-bit lanes goes on in 32 bits from the first column whose values leave
+    the safe band. Returns the 32-bit profile (made at that hand-over).
+    """
+    P = stripe.shape[0]
+    column = seg_len * LANES
+    iter_gap = mode == GLOBAL or (mode == SEMIGLOBAL and transposed)
+    last_lane = (P - 1) // seg_len
+    last_segment = (P - 1) % seg_len
+    done = position[0]
+    if position[2] == 1:
+        margin = _margin(matrix, gap_open, gap_extend)
+        done, left = _columns(profile16, seg_len, walk, done, k_end, H16, G16, carry16,
                         np.empty(4 * LANES, dtype=np.int16),
                         np.full(4 * LANES, -(1 << 30), dtype=np.int32),
                         np.int16(-(gap_open + gap_extend)), np.int16(-gap_extend),
@@ -328,24 +367,35 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
                         np.int16(-32768), np.int16(-32768 + margin), np.int16(32767 - margin),
                         iter_gap, gap_open, gap_extend, track, local, not transposed, last_lane,
                         last_segment)
-        H[:] = H16
-        G[:] = G16
-        carry[:] = carry16
-        if done < K:
-            profile = np.empty(letters * column, dtype=np.int32)
+        position[1] = done
+        if left or k_end == walk.shape[0]:
+            H[:] = H16
+            G[:] = G16
+            carry[:] = carry16
+        if left:
+            position[2] = 0
+            profile = np.empty(matrix.shape[0] * column, dtype=np.int32)
             profile[:] = profile16
-    else:
-        profile = np.empty(letters * column, dtype=np.int32)
-        _start(H, G, carry, profile, stripe, walk, matrix, transposed, seg_len, stripe_gap,
-               gap_open, gap_extend, NEG_INF)
-    if done < K:
-        _columns(profile, seg_len, walk, done, K, H, G, carry, np.empty(4 * LANES, dtype=np.int32),
+    if done < k_end and position[2] == 0:
+        _columns(profile, seg_len, walk, done, k_end, H, G, carry, np.empty(4 * LANES, dtype=np.int32),
                  np.full(4 * LANES, -(1 << 62), dtype=np.int64), np.int32(-(gap_open + gap_extend)),
                  np.int32(-gap_extend),
                  np.int32(NEG_INF if local is None else 0), np.int32(NEG_INF),
                  np.int32(-(1 << 31)), np.int32((1 << 31) - 1), iter_gap, gap_open, gap_extend,
                  track, local, not transposed, last_lane, last_segment)
-    sixteen = done if use16 else -1
+    position[0] = k_end
+    return profile
+
+
+@njit(cache=True, nogil=True)
+def _finish(stripe, walk, gap_open, gap_extend, mode, transposed, local, seg_len, H, carry, track,
+            position):
+    """``(score, query_end, target_end, columns in 16-bit lanes)`` of a pair whose columns are all done."""
+    P = stripe.shape[0]
+    K = walk.shape[0]
+    last_lane = (P - 1) // seg_len
+    last_segment = (P - 1) % seg_len
+    sixteen = position[1]
     if local is not None:
         if track[0] <= 0:
             return 0, 0, 0, sixteen
@@ -374,7 +424,48 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
     return best, K, best_p, sixteen
 
 
-def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tuple[int, int, int]:
+@njit(cache=True, nogil=True)
+def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local):
+    """:func:`striped_score` with the striped and walked sequences chosen (``local``: True or None).
+
+    Returns ``(score, query_end, target_end, columns)``: ``columns`` is the number of
+    columns computed in 16-bit lanes (-1 when the pair starts in 32 bits).
+    """
+    seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position = _setup(
+        stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
+    _advance(walk.shape[0], stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local,
+             seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position)
+    return _finish(stripe, walk, gap_open, gap_extend, mode, transposed, local, seg_len, H, carry,
+                   track, position)
+
+
+REPORT_CELLS = 1 << 30
+"""Cells between two progress reports of one pair (about 0.1-0.2 s on one core)."""
+
+
+def _striped_reporting(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local,
+                       progress):
+    """:func:`_striped`, its columns run in groups of about :data:`REPORT_CELLS` cells, each
+    group's cells passed to ``progress`` when it is done (the sum is ``P * K``)."""
+    seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position = _setup(
+        stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
+    P, K = len(stripe), len(walk)
+    group = max(1, REPORT_CELLS // P)
+    for k_end in range(min(group, K), K + group, group):
+        k_end = min(k_end, K)
+        done = int(position[0])
+        if k_end <= done:
+            break
+        profile = _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
+                           local, seg_len, H, G, carry, profile, H16, G16, carry16, profile16,
+                           track, position)
+        progress((k_end - done) * P)
+    return _finish(stripe, walk, gap_open, gap_extend, mode, transposed, local, seg_len, H, carry,
+                   track, position)
+
+
+def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int,
+                  progress: Callable[[int], None] | None = None) -> tuple[int, int, int]:
     """Score and end cell of the best alignment of ``a`` (query) and ``b`` (target), striped.
 
     Parameters
@@ -388,6 +479,9 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tu
         A gap of length ``k`` costs ``gap_open + k * gap_extend``.
     mode : int
         :data:`~gpualign_plugin.gotoh.LOCAL`, ``GLOBAL`` or ``SEMIGLOBAL``.
+    progress : callable, optional
+        Called with DP cells as they are computed, about every :data:`REPORT_CELLS`
+        (pairs of at least twice that many), else once at the end; ``m * n`` in all.
 
     Returns
     -------
@@ -396,10 +490,11 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tu
         :func:`gpualign_plugin.gotoh.score_kernel`'s; local with no positive cell
         gives ``(0, 0, 0)``.
     """
-    return lane_columns(a, b, matrix, gap_open, gap_extend, mode)[:3]
+    return lane_columns(a, b, matrix, gap_open, gap_extend, mode, progress)[:3]
 
 
-def lane_columns(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tuple:
+def lane_columns(a, b, matrix, gap_open: int, gap_extend: int, mode: int,
+                 progress: Callable[[int], None] | None = None) -> tuple:
     """:func:`striped_score`'s result and how the pair ran: ``(score, query_end, target_end,
     columns in 16-bit lanes (-1: none), columns)`` (the tests check the 16-to-32-bit hand-over)."""
     # Stripe the longer sequence when its state fits the core's cache (fewer, longer
@@ -407,6 +502,12 @@ def lane_columns(a, b, matrix, gap_open: int, gap_extend: int, mode: int) -> tup
     longer_query = len(a) >= len(b)
     transposed = longer_query != (max(len(a), len(b)) <= STRIPE_MAX)
     stripe, walk = (b, a) if transposed else (a, b)
-    result = _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
-                      True if mode == LOCAL else None)
+    local = True if mode == LOCAL else None
+    if progress is not None and len(a) * len(b) >= 2 * REPORT_CELLS:
+        result = _striped_reporting(stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
+                                    local, progress)
+    else:
+        result = _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
+        if progress is not None:
+            progress(len(a) * len(b))
     return tuple(int(x) for x in result) + (len(walk),)

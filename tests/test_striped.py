@@ -167,3 +167,42 @@ def test_score_pair_takes_the_striped_kernel_with_the_same_result(mode):
         result = score_pair(q, t, scheme, mode)
         assert (result.score, result.query_end, result.target_end) == \
             row_kernel(q, t, scheme, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_progress_in_column_groups_changes_nothing(mode, monkeypatch):
+    # Reports every few columns (REPORT_CELLS made small): the cells add up to m * n,
+    # arrive in several calls, and the result is the one-call kernel's, also when a group
+    # ends exactly at the column where the values leave the 16-bit band, and when every
+    # column is its own group.
+    scheme = ScoringScheme.dna(match=5, mismatch=-4, gap_open=10, gap_extend=1)
+    rng = np.random.default_rng(1830)
+    q = rng.integers(0, 4, 14000, dtype=np.uint8)
+    t = np.concatenate([rng.integers(0, 4, 50, dtype=np.uint8), q[:13900]])
+    matrix = np.ascontiguousarray(scheme.matrix, dtype=np.int32)
+    for a, b in ((q, t), (t, q), (q[:3000], t[:2000])):
+        expected = lane_columns(a, b, scheme, mode)
+        sixteen, walked = expected[3], expected[4]
+        striped_len = len(a) * len(b) // walked
+        if len(a) > 3000:
+            assert 0 < 2 * sixteen <= walked  # the group ending at the hand-over is not the last
+        for group in sorted({max(1, sixteen), 1, 97}):
+            monkeypatch.setattr(striped, "REPORT_CELLS", group * striped_len)
+            reports = []
+            got = striped.lane_columns(a, b, matrix, scheme.gap_open, scheme.gap_extend,
+                                       MODES[mode], reports.append)
+            assert got == expected
+            assert sum(reports) == len(a) * len(b) and all(r > 0 for r in reports)
+            grouped = len(a) * len(b) >= 2 * group * striped_len
+            assert len(reports) == (-(-walked // group) if grouped else 1)
+
+
+def test_score_pair_reports_inside_one_pair(monkeypatch):
+    monkeypatch.setattr(striped, "REPORT_CELLS", 200_000)
+    rng = np.random.default_rng(1831)
+    q = rng.integers(0, 4, 2000, dtype=np.uint8)
+    t = rng.integers(0, 4, 3000, dtype=np.uint8)
+    reports = []
+    result = score_pair(q, t, ScoringScheme.dna(), "local", threads=1, progress=reports.append)
+    assert result == score_pair(q, t, ScoringScheme.dna(), "local", threads=1)
+    assert len(reports) > 10 and sum(reports) == len(q) * len(t)

@@ -54,10 +54,10 @@ STRIPED_MIN_CELLS = 10_000
 below it the row kernel's lower fixed cost wins (100 x 100: 15-18 us either way)."""
 
 
-def _score(q, t, matrix, scheme, mode_code) -> PairScore:
+def _score(q, t, matrix, scheme, mode_code, progress=None) -> PairScore:
     if min(len(q), len(t)) > 0 and len(q) * len(t) >= STRIPED_MIN_CELLS:
         return PairScore(*striped_score(q, t, matrix, scheme.gap_open, scheme.gap_extend,
-                                        mode_code))
+                                        mode_code, progress))
     # Rows run over the longer sequence so that the row buffers are O(min(m, n)).
     if len(t) < len(q):
         result = kernels.score_kernel(t, q, matrix, scheme.gap_open, scheme.gap_extend,
@@ -65,11 +65,14 @@ def _score(q, t, matrix, scheme, mode_code) -> PairScore:
     else:
         result = kernels.score_kernel(q, t, matrix, scheme.gap_open, scheme.gap_extend,
                                       mode_code, False)
+    if progress is not None:
+        progress(len(q) * len(t))
     return PairScore(*(int(x) for x in result))
 
 
 def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
-               threads: int | None = None) -> PairScore:
+               threads: int | None = None,
+               progress: Callable[[int], None] | None = None) -> PairScore:
     """Optimal score and end cell of one pair.
 
     Memory: the striped kernel holds at most ``12 + 6 * alphabet`` bytes per residue of the
@@ -97,6 +100,10 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         Python threads at once should pass ``1`` (one core per pair, no
         oversubscription; Numba's ``workqueue`` threading layer also refuses
         concurrent parallel kernels).
+    progress : callable, optional
+        Called with DP cells as they are computed: inside the striped kernel every
+        :data:`~gpualign_plugin.striped.REPORT_CELLS` or so, else once at the end;
+        ``m * n`` in all.
 
     Returns
     -------
@@ -108,7 +115,7 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         If the scores could overflow 32-bit integers.
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
-    return _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads))
+    return _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads), progress)
 
 
 TILED_MIN_CELLS = 50_000_000
@@ -159,11 +166,14 @@ def _tile_size(length: int, threads: int) -> int:
     return min(2048, max(256, -(-length // (8 * threads))))
 
 
-def _end_cell(q, t, matrix, scheme, mode_code, threads: int) -> PairScore:
+def _end_cell(q, t, matrix, scheme, mode_code, threads: int, progress=None) -> PairScore:
     tiles = tile_shape(len(q), len(t), threads)
     if tiles is None:
-        return _score(q, t, matrix, scheme, mode_code)
-    return _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads)
+        return _score(q, t, matrix, scheme, mode_code, progress)
+    end = _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads)
+    if progress is not None:
+        progress(len(q) * len(t))
+    return end
 
 
 def _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols, threads) -> PairScore:
@@ -320,9 +330,7 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     PairAlignment
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
-    end = _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads))
-    if progress is not None:
-        progress(len(q) * len(t))
+    end = _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads), progress)
     if mode_code == kernels.LOCAL and end.score <= 0:
         return NO_PAIR_ALIGNMENT
     problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)

@@ -463,10 +463,8 @@ class _Engine:
             return self.session.score(where, q, t)
         if self.gpu is not None:
             return self.gpu.score_pair(q, t, self.scheme, "local", self.device, self.on_progress)
-        found = self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads)
-        if self.on_progress is not None:
-            self.on_progress(len(q) * len(t))
-        return found
+        return self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads,
+                                   progress=self.on_progress)
 
     def align(self, query: Sequence, targets: list[Sequence], where: _Slice, end: PairScore,
               zdrop: float):
