@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -142,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
     """Run ``gpualign batch``; returns the exit status."""
     from gpualign_plugin.batch.api import align_strands_columns
     from gpualign_plugin.batch.columns import SequencePairs
-    from gpualign_plugin.io.columnar import paf_lines, sam_lines, tsv_lines, write_bytes
+    from gpualign_plugin.io.columnar import (paf_lines, sam_header_lines, sam_lines, tsv_lines,
+                                             write_bytes)
     from gpualign_plugin.io.fasta import read_fasta_arrays
-    from gpualign_plugin.io.sam import header_text, write_alignments
+    from gpualign_plugin.io.sam import write_alignments
     from gpualign_plugin.runtime.backend import resolve_backend
 
     started = time.perf_counter()
@@ -153,10 +153,8 @@ def run(args: argparse.Namespace) -> int:
     for path, _ in outputs:
         check_writable(path)
     threads = apply_threads(args.threads)
-    with ThreadPoolExecutor(2) as pool:  # the two files are read at once (the scan holds no GIL)
-        reads = [pool.submit(read_fasta_arrays, path, scheme.alphabet)
-                 for path in (args.query, args.target)]
-        queries, targets = (read.result() for read in reads)
+    queries = read_fasta_arrays(args.query, scheme.alphabet)  # each file read on every core
+    targets = read_fasta_arrays(args.target, scheme.alphabet)
     query_index, target_index = pair_indices(queries, targets, args.pairs, args.query, args.target)
     pairs = SequencePairs.of_records(queries, targets, query_index, target_index)
     engine = resolve_backend(args.backend, args.device)
@@ -187,8 +185,8 @@ def run(args: argparse.Namespace) -> int:
                 write_bytes(path, paf_lines(placed))
                 written.append(path)
             elif fmt == "sam":
-                header = header_text(zip(targets.names, targets.lengths.tolist()), command_line(args))
-                write_bytes(path, header.encode("utf-8"),
+                write_bytes(path, *sam_header_lines(table.target_names, targets.lengths,
+                                                    command_line(args)),
                             sam_lines(placed, queries.text, queries.offsets, targets.text,
                                       targets.offsets, scheme.is_dna))
                 written.append(path)

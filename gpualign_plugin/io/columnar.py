@@ -225,13 +225,13 @@ def _tsv_lines(qn, qo, tn, to, qi, ti, qs, qe, ts, te, minus, score, runs, ro, o
     return buf
 
 
-def tsv_lines(table: AlignmentTable) -> bytes:
-    """The batch TSV's lines (no header): ``qid tid score qstart qend tstart tend cigar strand``."""
+def tsv_lines(table: AlignmentTable) -> np.ndarray:
+    """The batch TSV's lines (no header), ``uint8`` text: ``qid tid score qstart qend tstart tend cigar strand``."""
     t = table
     return _tsv_lines(t.query_names.data, t.query_names.offsets, t.target_names.data,
                       t.target_names.offsets, t.query_index, t.target_index, t.query_start,
                       t.query_end, t.target_start, t.target_end, t.minus, t.score, t.runs,
-                      t.run_offsets, _OPS).tobytes()
+                      t.run_offsets, _OPS)
 
 
 _TP_AS = np.frombuffer(b"tp:A:", dtype=np.uint8)
@@ -288,14 +288,14 @@ def _paf_lines(qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score, run
     return buf
 
 
-def paf_lines(table: AlignmentTable) -> bytes:
-    """PAF lines of every row, in row order, as :func:`gpualign_plugin.io.paf.paf_line` writes them."""
+def paf_lines(table: AlignmentTable) -> np.ndarray:
+    """PAF lines of every row (``uint8`` text), in row order, as :func:`gpualign_plugin.io.paf.paf_line` writes them."""
     t = table
     return _paf_lines(t.query_names.data, t.query_names.offsets, t.target_names.data,
                       t.target_names.offsets, t.query_index, t.target_index, t.query_length,
                       t.target_length, t.query_start, t.query_end, t.target_start, t.target_end,
                       t.minus, t.score, t.runs, t.run_offsets, t.primary, t.mapq, _OPS, _TP_AS, _AS,
-                      _NM, _CG).tobytes()
+                      _NM, _CG)
 
 
 _SAM_AS = np.frombuffer(b"AS:i:", dtype=np.uint8)
@@ -461,7 +461,7 @@ def _divergence_texts(table: AlignmentTable) -> tuple[np.ndarray, np.ndarray, np
 
 
 def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.ndarray,
-              target_text: np.ndarray, target_offsets: np.ndarray, with_seq: bool) -> bytes:
+              target_text: np.ndarray, target_offsets: np.ndarray, with_seq: bool) -> np.ndarray:
     """SAM records of every row, coordinate-sorted, as :func:`gpualign_plugin.io.sam.write_alignments` writes them.
 
     Parameters
@@ -478,8 +478,9 @@ def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.n
 
     Returns
     -------
-    bytes
-        The records sorted by target record, then start, then ``+`` before ``-``, then row.
+    numpy.ndarray
+        ``uint8`` text: the records sorted by target record, then start, then ``+`` before
+        ``-``, then row.
     """
     t = table
     order = np.lexsort((np.arange(len(t)), t.minus, t.target_start, t.target_index))
@@ -489,11 +490,48 @@ def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.n
                       t.query_start, t.query_end, t.target_start, t.target_end, t.minus, t.score,
                       t.runs, t.run_offsets, t.primary, t.mapq, _OPS, query_text, query_offsets,
                       target_text, target_offsets, with_seq, _SEQ_PLUS, _SEQ_MINUS, de_text,
-                      de_offsets, de_index, _SAM_AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES).tobytes()
+                      de_offsets, de_index, _SAM_AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES)
 
 
-def write_bytes(path: str | os.PathLike, *parts: bytes) -> None:
-    """Write ``parts`` to ``path`` atomically (temporary name, renamed when complete)."""
+@njit(cache=True, nogil=True)
+def _sq_row(buf, pos, k, write, names, offsets, lengths, prefix, middle):
+    pos = _put_text(buf, pos, prefix, write)
+    pos = _put_slice(buf, pos, names, offsets[k], offsets[k + 1] - 1, write)
+    pos = _put_text(buf, pos, middle, write)
+    pos = _put_int(buf, pos, lengths[k], write)
+    return _put_byte(buf, pos, 10, write)
+
+
+@njit(cache=True, parallel=True)
+def _sq_lines(names, offsets, lengths, prefix, middle):
+    count = lengths.shape[0]
+    empty = np.empty(0, np.uint8)
+    ends = np.zeros(count + 1, np.int64)
+    for k in prange(count):
+        ends[k + 1] = _sq_row(empty, 0, k, False, names, offsets, lengths, prefix, middle)
+    ends = np.cumsum(ends)
+    buf = np.empty(ends[count], np.uint8)
+    for k in prange(count):
+        _sq_row(buf, ends[k], k, True, names, offsets, lengths, prefix, middle)
+    return buf
+
+
+def sam_header_lines(names: Names, lengths: np.ndarray, command_line: str) -> list:
+    """The sorted SAM header of these targets as :func:`gpualign_plugin.io.sam.header_text` writes it.
+
+    Returns its parts (``bytes`` and ``uint8`` arrays) in order: the ``@HD`` line, one
+    ``@SQ`` line per target (built by a parallel kernel), the ``@PG`` line.
+    """
+    from gpualign_plugin.io.sam import header_text
+
+    hd, pg = header_text([], command_line).encode("utf-8").split(b"\n", 1)
+    return [hd + b"\n", _sq_lines(names.data, names.offsets, np.asarray(lengths, dtype=np.int64),
+                                  np.frombuffer(b"@SQ\tSN:", dtype=np.uint8),
+                                  np.frombuffer(b"\tLN:", dtype=np.uint8)), pg]
+
+
+def write_bytes(path: str | os.PathLike, *parts) -> None:
+    """Write ``parts`` (``bytes`` or ``uint8`` arrays) to ``path`` atomically (temporary name, renamed when complete)."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as handle:
             for part in parts:

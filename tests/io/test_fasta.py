@@ -64,11 +64,18 @@ def test_comment_lines_before_the_first_record_are_skipped(tmp_path):
     assert read_fasta(path, DNA)[0].text == "AC"
 
 
-def test_bulk_reader_gives_the_record_readers_records_or_its_error_on_random_files(tmp_path):
-    """read_fasta_arrays against read_fasta on messy random files: same records, or the same error."""
+@pytest.mark.parametrize("piece_bytes", [1, 9, 1 << 22])
+def test_bulk_reader_gives_the_record_readers_records_or_its_error_on_random_files(tmp_path, monkeypatch,
+                                                                                   piece_bytes):
+    """read_fasta_arrays against read_fasta on messy random files: same records, or the same error;
+    the files cut into pieces of about ``piece_bytes`` for the parallel scan (one record a piece
+    up to one piece in all)."""
     import numpy as np
 
+    from gpualign_plugin.io import fasta
     from gpualign_plugin.io.fasta import read_fasta_arrays
+
+    monkeypatch.setattr(fasta, "SCAN_CHUNK_BYTES", piece_bytes)
 
     rng = np.random.default_rng(9)
     pieces = [">r1", ">r2 a description", "> r3\tx ", ">", ">r1", "ACGT", "acgtn", "AC GT\t",
