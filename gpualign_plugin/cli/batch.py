@@ -1,4 +1,9 @@
-"""``gpualign batch``: many independent pairs aligned at once (gpualign_plugin.batch.api.align_batch)."""
+"""``gpualign batch``: many independent pairs aligned at once, from FASTA to SAM/BAM/PAF/TSV.
+
+The pairs stay in arrays all the way (:func:`gpualign_plugin.io.fasta.read_fasta_arrays`,
+:func:`gpualign_plugin.batch.api.align_strands_columns`, :mod:`gpualign_plugin.io.columnar`);
+only BAM goes through one alignment object per record (pysam writes it).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +23,6 @@ log = logging.getLogger("gpualign")
 
 FORMATS = {".sam": "sam", ".bam": "bam", ".paf": "paf", ".tsv": "tsv"}
 TSV_COLUMNS = ("qid", "tid", "score", "qstart", "qend", "tstart", "tend", "cigar", "strand")
-BATCH_PAIRS = {"cpu": 256, "gpu": 100_000}
-"""Pairs handed to each engine at once: bounds memory and paces the progress bar."""
 
 EPILOG = """examples:
   # i-th query with i-th target, local alignment, TSV
