@@ -605,29 +605,12 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
             engine_name = "cpu"
     engine = _Engine(scheme, engine_name, device, threads, gpu_memory, gpu_profile,
                      on_progress=on_progress)
-    database = (sum(len(t) for t in targets), len(targets))
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target), (query.id, target.id))
-    min_score = max(1, min_score)
-    best = max(1, int(scheme.matrix.max()))
-
-    # Spouge's correction uses the subject's length; otherwise one length stands for all.
-    lengths = sorted({len(t) for t in targets}) if parameters.spouge is not None else [None]
 
     def steps(query: Sequence):
-        def significant(score: int, t_index: int) -> bool:
-            return score >= min_score and \
-                parameters.evalue(score, len(query), *database, len(targets[t_index])) <= evalue
-
-        def significant_on(length):
-            return lambda score: score >= min_score and \
-                parameters.evalue(score, len(query), *database, length) <= evalue
-
-        # Below the lowest floor of any target, no score is significant anywhere.
-        floor = min(significance_floor(significant_on(n), best * len(query)) for n in lengths)
-        return floor, _place_query(query, targets, strand_list, significant, floor, parameters,
-                                   database)
+        return _plan(query, targets, scheme, strand_list, parameters, evalue, min_score)
 
     candidates = len(targets) * len(strand_list)
     if engine.gpu is not None and (len(queries) > 1 or candidates > SESSION_CANDIDATES):
@@ -645,6 +628,30 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
             if on_cells is not None:
                 on_cells(engine.cells - before)
     return placed
+
+
+def _plan(query: Sequence, targets: list[Sequence], scheme: ScoringScheme, strand_list,
+          parameters: KarlinAltschul, evalue: float, min_score: int):
+    """``(floor, generator)`` of one query's placement (:func:`_place_query`) as
+    :func:`place_local` runs it: significance at ``evalue`` and ``min_score`` (at least 1),
+    and the query's significance floor, the lowest over the target lengths where Spouge's
+    correction uses them (below it no score is significant on any target)."""
+    database = (sum(len(t) for t in targets), len(targets))
+    min_score = max(1, min_score)
+    best = max(1, int(scheme.matrix.max()))
+    # Spouge's correction uses the subject's length; otherwise one length stands for all.
+    lengths = sorted({len(t) for t in targets}) if parameters.spouge is not None else [None]
+
+    def significant(score: int, t_index: int) -> bool:
+        return score >= min_score and \
+            parameters.evalue(score, len(query), *database, len(targets[t_index])) <= evalue
+
+    def significant_on(length):
+        return lambda score: score >= min_score and \
+            parameters.evalue(score, len(query), *database, length) <= evalue
+
+    floor = min(significance_floor(significant_on(n), best * len(query)) for n in lengths)
+    return floor, _place_query(query, targets, strand_list, significant, floor, parameters, database)
 
 
 @dataclasses.dataclass(frozen=True)

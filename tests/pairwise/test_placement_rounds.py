@@ -98,18 +98,7 @@ def _case(seed):
 
 def _plans(queries, targets, scheme, parameters, strands):
     """Per query, its significance floor and placement generator, as place_local makes them."""
-    database = (sum(len(t) for t in targets), len(targets))
-    best = int(scheme.matrix.max())
-    plans = []
-    for query in queries:
-        def significant(score, t_index, m=len(query)):
-            return score >= 1 and parameters.evalue(score, m, *database, len(targets[t_index])) <= 1e-5
-
-        floor = min(placement.significance_floor(lambda s, t=t: significant(s, t), best * len(query))
-                    for t in range(len(targets)))
-        plans.append((floor, placement._place_query(query, targets, strands, significant, floor,
-                                                    parameters, database)))
-    return plans
+    return [placement._plan(query, targets, scheme, strands, parameters, 1e-5, 1) for query in queries]
 
 
 def _rounds(queries, targets, zdrop_bits, prune, scorer=None):
