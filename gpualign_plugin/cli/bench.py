@@ -381,12 +381,13 @@ def _placement_rows(args) -> list[Row]:
             rows.append(Row("placement", backend, device, args.placement, float("nan"), first_pass, "",
                             f"skipped (> --cpu-max-cells {args.cpu_max_cells:g})"))
             continue
-        cells = []
+        cells, profile = [], {}
 
         def function(backend=backend):
             cells.clear()
+            profile.clear()
             return place_local(contigs, reference, scheme, backend=backend, device=args.device,
-                               on_cells=cells.append)
+                               on_cells=cells.append, gpu_profile=profile if backend == "gpu" else None)
 
         # One warm-up on the first contig compiles the kernels; the timed run is the whole set.
         warm = functools.partial(place_local, contigs[:1], reference, scheme, backend=backend,
@@ -397,9 +398,17 @@ def _placement_rows(args) -> list[Row]:
                  sum(a.is_supplementary for a in result), sum(not a.is_primary for a in result)]
         rows.append(Row("placement", backend, device, args.placement, seconds, sum(cells),
                         _gpu_memory(backend), f"{kinds[0]} primary, {kinds[1]} supplementary, "
-                        f"{kinds[2]} secondary of {len(contigs)} contigs"))
+                        f"{kinds[2]} secondary of {len(contigs)} contigs" + _rounds_summary(profile)))
     _agreement(rows, results)
     return rows
+
+
+def _rounds_summary(profile: dict) -> str:
+    """The GPU placement's phase split from its profile (empty when it ran no rounds)."""
+    if "rounds" not in profile:
+        return ""
+    return (f"; {profile['rounds']} rounds: score launches {profile['rounds_score_s']:.2f} s "
+            f"({profile['swept_cells']:.4g} swept cells), alignments {profile['rounds_align_s']:.2f} s")
 
 
 def _cpu_threads(requested: int) -> int:
