@@ -13,6 +13,8 @@ import contextlib
 import dataclasses
 import heapq
 import math
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
@@ -262,6 +264,33 @@ GPU_STREAMS = 16
 """Most alignments run at once on the GPU, each on its own CUDA stream from its own host thread:
 one alignment of a contig-sized window keeps only a few warps busy (docs/GPU.md, "Local
 placement", has the measurements)."""
+
+def cpu_aligners() -> int:
+    """Host threads that align windows on the CPU engine beside the :data:`GPU_STREAMS` GPU
+    ones in the GPU engine's rounds: half the cores this process may run on (the other half
+    for the GPU threads' host walks). One CPU alignment of a contig-sized window (about 0.7 s
+    for 14 kbp x 20 kbp on one core) takes about as long as one of 16 concurrent GPU
+    alignments (7.7 s for 160 on an H100), so each CPU thread adds about one stream's worth."""
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
+def _shared_aligner(gpu_align: Callable, cpu_align: Callable, gpu_threads: int) -> Callable:
+    """An ``align(q, t)`` for a pool of threads: the first ``gpu_threads`` threads that call
+    it align with ``gpu_align`` from then on, later threads with ``cpu_align``. Threads take
+    the next alignment as they are free, so the engines share a round's alignments by speed;
+    both engines return the same alignment, so the records do not depend on which ran."""
+    local, lock, roles = threading.local(), threading.Lock(), [0]
+
+    def align(q: np.ndarray, t: np.ndarray):
+        engine = getattr(local, "engine", None)
+        if engine is None:
+            with lock:
+                engine = local.engine = gpu_align if roles[0] < gpu_threads else cpu_align
+                roles[0] += 1
+        return engine(q, t)
+
+    return align
+
 
 SLICE_SPAN_RATIO = 8
 """On the GPU, a target slice scored for a segment is at least this many times the longest
@@ -691,7 +720,9 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     :class:`~gpualign_plugin.pairwise.gpu.PairScorer` for the score passes and
     :func:`~gpualign_plugin.pairwise.gpu.align_pair` for the alignments, :data:`GPU_STREAMS`
     at once, each on its own CUDA stream and planned within an equal share of the memory
-    (or ``--gpu-memory``, if smaller) without the process-wide pool limit. ``gpu_profile``
+    (or ``--gpu-memory``, if smaller) without the process-wide pool limit, and
+    :func:`cpu_aligners` more threads aligning on the CPU engine beside them
+    (:func:`_shared_aligner`). ``gpu_profile``
     gets the alignments' phase sums, the score launches and their seconds, the cells they
     swept, the rounds and the wall seconds of the rounds' score and alignment phases."""
     import cupy
@@ -719,9 +750,13 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
             profiles.append(profile)
         return pair
 
+    def align_on_cpu(q: np.ndarray, t: np.ndarray):
+        return engine.cpu.align_pair(q, t, scheme, "local", threads=1, progress=engine.on_progress)
+
     timing: dict = {}
-    placed = _place_in_rounds(queries, targets, plans, scheme, scorer, align, zdrop, on_cells,
-                              GPU_STREAMS, before_alignments=share, timing=timing)
+    placed = _place_in_rounds(queries, targets, plans, scheme, scorer,
+                              _shared_aligner(align, align_on_cpu, GPU_STREAMS), zdrop, on_cells,
+                              GPU_STREAMS + cpu_aligners(), before_alignments=share, timing=timing)
     if engine.gpu_profile is not None:
         engine.gpu_profile.update(timing)
         for profile in profiles:

@@ -236,3 +236,50 @@ def test_rounds_on_protein_targets_of_different_lengths_give_the_cpu_records(mon
         placement.ZDROP_BITS * math.log(2) / parameters.lam, None, workers=2)
     assert placed == expected and {a.query_id for a in placed} == {"two", "shared"}
     assert scorer.pairs > 3 * len(targets)
+
+
+def test_shared_aligner_gives_the_first_threads_the_gpu_role_and_keeps_each_threads_role():
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls, barrier = [], threading.Barrier(5)
+
+    def engine(name):
+        def align(q, t):
+            calls.append((threading.get_ident(), name))
+            return name
+        return align
+
+    shared = placement._shared_aligner(engine("gpu"), engine("cpu"), 2)
+
+    def twice(_):
+        barrier.wait()  # all five threads take their role before any calls again
+        first = shared(None, None)
+        barrier.wait()
+        return first, shared(None, None)
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        roles = list(pool.map(twice, range(5)))
+    assert sorted(first for first, _ in roles) == ["cpu", "cpu", "cpu", "gpu", "gpu"]
+    assert all(first == again for first, again in roles)
+    assert len({ident for ident, _ in calls}) == 5
+
+
+def test_rounds_with_alignments_shared_by_two_engines_give_the_cpu_records(monkeypatch):
+    """The GPU engine's rounds share each round's alignments between GPU streams and CPU
+    threads; with any split the records are the CPU engine's."""
+    queries, targets = _case(1)
+    expected = place_local(queries, targets, SCHEME, backend="cpu", zdrop_bits=12.0)
+    used = []
+
+    def engine(name):
+        def align(q, t):
+            used.append(name)
+            return cpu.align_pair(q, t, SCHEME, "local")
+        return align
+
+    placed = placement._place_in_rounds(
+        queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME,
+        _CpuPairScorer(targets), placement._shared_aligner(engine("gpu"), engine("cpu"), 1),
+        12.0 * math.log(2) / PARAMETERS.lam, None, workers=3)
+    assert placed == expected and len(used) >= len(queries)
