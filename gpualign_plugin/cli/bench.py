@@ -408,7 +408,8 @@ def _rounds_summary(profile: dict) -> str:
     if "rounds" not in profile:
         return ""
     return (f"; {profile['rounds']} rounds: score launches {profile['rounds_score_s']:.2f} s "
-            f"({profile['swept_cells']:.4g} swept cells), alignments {profile['rounds_align_s']:.2f} s")
+            f"({profile['swept_cells']:.4g} swept cells), alignments {profile['rounds_align_s']:.2f} s "
+            f"({profile['cpu_alignments']} of {profile['alignments']} on CPU threads)")
 
 
 def _cpu_threads(requested: int) -> int:

@@ -271,7 +271,8 @@ def cpu_aligners() -> int:
     for the GPU threads' host walks). One CPU alignment of a contig-sized window (about 0.7 s
     for 14 kbp x 20 kbp on one core) takes about as long as one of 16 concurrent GPU
     alignments (7.7 s for 160 on an H100), so each CPU thread adds about one stream's worth."""
-    return max(1, len(os.sched_getaffinity(0)) // 2)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+    return max(1, cores // 2)
 
 
 def _shared_aligner(gpu_align: Callable, cpu_align: Callable, gpu_threads: int) -> Callable:
@@ -723,8 +724,9 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     (or ``--gpu-memory``, if smaller) without the process-wide pool limit, and
     :func:`cpu_aligners` more threads aligning on the CPU engine beside them
     (:func:`_shared_aligner`). ``gpu_profile``
-    gets the alignments' phase sums, the score launches and their seconds, the cells they
-    swept, the rounds and the wall seconds of the rounds' score and alignment phases."""
+    gets the GPU alignments' phase sums, the score launches and their seconds, the cells they
+    swept, the rounds, the wall seconds of the rounds' score and alignment phases, and how
+    many alignments ran (``alignments``), of them on the CPU (``cpu_alignments``)."""
     import cupy
 
     from gpualign_plugin.runtime.kernels import free_bytes
@@ -734,6 +736,8 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     if engine.on_progress is not None:
         scorer = _CountedScorer(scorer, engine.on_progress)
     profiles: list[dict] = []
+    on_gpu: list = []  # the cells of each window aligned on the GPU
+    on_cpu: list = []  # and on the CPU
     budget = [0]
 
     def share(count: int) -> None:
@@ -742,6 +746,7 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
         budget[0] = equal if engine.gpu_memory is None else min(engine.gpu_memory, equal)
 
     def align(q: np.ndarray, t: np.ndarray):
+        on_gpu.append(len(q) * len(t))
         profile = {} if engine.gpu_profile is not None else None
         with cupy.cuda.Device(device), cupy.cuda.Stream(non_blocking=True):
             pair = gpu.align_pair(q, t, scheme, "local", device, memory_budget=budget[0],
@@ -751,6 +756,7 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
         return pair
 
     def align_on_cpu(q: np.ndarray, t: np.ndarray):
+        on_cpu.append(len(q) * len(t))
         return engine.cpu.align_pair(q, t, scheme, "local", threads=1, progress=engine.on_progress)
 
     timing: dict = {}
@@ -762,7 +768,8 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
         for profile in profiles:
             gpu.add_profile(engine.gpu_profile, profile)
         engine.gpu_profile.update(score_launches=scorer.launches, score_s=scorer.seconds,
-                                  swept_cells=scorer.swept_cells)
+                                  swept_cells=scorer.swept_cells, cpu_alignments=len(on_cpu),
+                                  alignments=len(on_cpu) + len(on_gpu))
     return placed
 
 

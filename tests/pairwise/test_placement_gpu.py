@@ -73,8 +73,24 @@ def test_gpu_rounds_on_sliced_targets_equal_the_cpu_records(seed, monkeypatch):
     monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
     profile: dict = {}
     gpu = place_local(queries, targets, SCHEME, backend="gpu", gpu_profile=profile)
-    assert gpu == place_local(queries, targets, SCHEME, backend="cpu")
-    assert profile["score_launches"] > 0
+    cpu = place_local(queries, targets, SCHEME, backend="cpu")
+    assert gpu == cpu
+    # As many alignments as the rounds driver asks for on the CPU (the asks do not depend on slicing).
+    from test_placement_rounds import _CpuPairScorer, _plans
+
+    from gpualign_plugin.pairwise import cpu as cpu_engine
+
+    asked = []
+    placement._place_in_rounds(
+        queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME,
+        _CpuPairScorer(targets), lambda q, t: asked.append(1) or cpu_engine.align_pair(q, t, SCHEME, "local"),
+        placement.ZDROP_BITS * math.log(2) / PARAMETERS.lam, None, workers=2)
+    assert profile["score_launches"] > 0 and profile["alignments"] == len(asked) > 0
+    # One GPU stream: the CPU threads take most of each round's alignments; same records.
+    monkeypatch.setattr(placement, "GPU_STREAMS", 1)
+    shared: dict = {}
+    assert place_local(queries, targets, SCHEME, backend="gpu", gpu_profile=shared) == cpu
+    assert shared["alignments"] == profile["alignments"]
 
 
 def test_gpu_placement_progress_moves_inside_one_query_and_changes_nothing():
