@@ -283,3 +283,19 @@ def test_rounds_with_alignments_shared_by_two_engines_give_the_cpu_records(monke
         _CpuPairScorer(targets), placement._shared_aligner(engine("gpu"), engine("cpu"), 1),
         12.0 * math.log(2) / PARAMETERS.lam, None, workers=3)
     assert placed == expected and len(used) >= len(queries)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pruned_rounds_on_the_oracle_cases_give_the_cpu_records(seed, monkeypatch):
+    """The random cases of the oracle test (test_placement.py), sliced as finely as allowed."""
+    from test_placement import placement_case
+
+    queries, targets = placement_case(seed)
+    encoded_q = [SCHEME.encode(*q) for q in queries]
+    encoded_t = [SCHEME.encode(*t) for t in targets]
+    expected = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=12.0)
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    pruned, scorer = _rounds(encoded_q, encoded_t, 12.0, prune=True)
+    unpruned, full = _rounds(encoded_q, encoded_t, 12.0, prune=False)
+    assert pruned == expected == unpruned and scorer.cells < full.cells
