@@ -106,5 +106,8 @@ def test_gpu_placement_progress_moves_inside_one_query_and_changes_nothing():
                              on_progress=inside.append)
         assert placed == place_local(chosen, encoded_t, SCHEME, backend="gpu")
         assert len(per_query) == len(chosen) and len(inside) > 4 and min(inside) > 0
-        if len(chosen) == 1:  # every score pass of the query, then its alignments' passes
-            assert sum(inside) > per_query[0] >= len(chosen[0]) * sum(len(t) for t in encoded_t) * 2
+        # The first pass (the whole query against every target on both strands) is always
+        # computed; later passes are pruned and alignments may reuse a kept pass, so the cells
+        # reported can be fewer than the score-pass cells on_cells counts.
+        first_pass = sum(len(q) for q in chosen) * sum(len(t) for t in encoded_t) * 2
+        assert sum(inside) >= first_pass and sum(per_query) >= first_pass
