@@ -167,6 +167,16 @@ def _put_text(buf, pos, text, write):
 
 
 @njit(cache=True, nogil=True)
+def _put_score_tags(buf, pos, as_tag, score, nm_tag, edits, write):
+    """The ``AS:i:`` and ``NM:i:`` tags (``as_tag``/``nm_tag`` hold their prefixes), tab-separated."""
+    pos = _put_text(buf, pos, as_tag, write)
+    pos = _put_int(buf, pos, score, write)
+    pos = _put_byte(buf, pos, 9, write)
+    pos = _put_text(buf, pos, nm_tag, write)
+    return _put_int(buf, pos, edits, write)
+
+
+@njit(cache=True, nogil=True)
 def _put_runs(buf, pos, runs, first, last, ops, write):
     """The CIGAR of ``runs[first:last]`` (``*`` when there are none)."""
     if first == last:
@@ -259,11 +269,7 @@ def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
     pos = _put_text(buf, pos, tp_tag, write)
     pos = _put_byte(buf, pos, 80 if primary[k] else 83, write)
     pos = _put_byte(buf, pos, 9, write)
-    pos = _put_text(buf, pos, as_tag, write)
-    pos = _put_int(buf, pos, score[k], write)
-    pos = _put_byte(buf, pos, 9, write)
-    pos = _put_text(buf, pos, nm_tag, write)
-    pos = _put_int(buf, pos, mismatches + gaps, write)
+    pos = _put_score_tags(buf, pos, as_tag, score[k], nm_tag, mismatches + gaps, write)
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_text(buf, pos, cg_tag, write)
     pos = _put_runs(buf, pos, runs, ro[k], ro[k + 1], ops, write)
@@ -390,11 +396,7 @@ def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, min
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_byte(buf, pos, 42, write)
     pos = _put_byte(buf, pos, 9, write)
-    pos = _put_text(buf, pos, as_tag, write)
-    pos = _put_int(buf, pos, score[k], write)
-    pos = _put_byte(buf, pos, 9, write)
-    pos = _put_text(buf, pos, nm_tag, write)
-    pos = _put_int(buf, pos, mismatches + gaps, write)
+    pos = _put_score_tags(buf, pos, as_tag, score[k], nm_tag, mismatches + gaps, write)
     start = target_offsets[ti[k]] + ts[k]
     if _md_ok(runs, first, last, target_text, start):
         pos = _put_byte(buf, pos, 9, write)
