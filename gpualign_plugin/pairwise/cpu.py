@@ -25,6 +25,7 @@ Example
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -115,7 +116,7 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         If the scores could overflow 32-bit integers.
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
-    return _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads), progress)
+    return _end_cell(q, t, matrix, scheme, mode_code, thread_count(threads), progress)
 
 
 TILED_MIN_CELLS = 50_000_000
@@ -151,7 +152,9 @@ def tile_shape(query_length: int, target_length: int, threads: int) -> tuple[int
     return None
 
 
-def _thread_count(threads: int | None) -> int:
+def thread_count(threads: int | None) -> int:
+    """The CPU threads a ``threads`` argument gives: ``numba.get_num_threads()`` for ``None``,
+    else ``threads`` capped at Numba's ``NUMBA_NUM_THREADS``; ``ValueError`` below 1."""
     if threads is None:
         return numba.get_num_threads()
     if threads < 1:
@@ -218,7 +221,79 @@ def score_pair_tiled(query_codes, target_codes, scheme: ScoringScheme, mode: str
         raise ValueError(f"tiles must be at least 1x1, got {tile_rows}x{tile_cols}")
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
     return _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols,
-                        _thread_count(threads))
+                        thread_count(threads))
+
+
+WARPS_PER_THREAD = 4
+"""The ``warps`` figure of :class:`PairScorer` per thread. The rounds driver of local placement
+(:func:`~gpualign_plugin.pairwise.placement.score_above_floor`) cuts a round's long target
+ranges into slices of at least ``cells / (warps * 512 * SLICE_WAVES)`` columns, sized for GPU
+warps sweeping 512-row strips; a CPU thread sweeps a whole pair instead. With 4 per thread, a
+round of segments of ``m`` rows is cut into about ``32768 / m`` slices per thread where the
+targets are long enough (4 to 8 for contigs of 4 to 8 kbp), so the pool's last, partly idle wave
+is short; the span bound (slices at least 8 times an alignment's longest span) keeps the slices'
+overlap at most 1/8 of their cells, and a round with fewer pairs than threads leaves cores idle."""
+
+
+class PairScorer:
+    """Local scores of many (query segment, target slice) pairs on a pool of CPU threads.
+
+    The interface of :class:`gpualign_plugin.pairwise.gpu.PairScorer` (:meth:`score`,
+    :attr:`warps`) on the CPU engine, for the rounds driver of local placement: each pair is
+    one :func:`score_pair` on one thread (the striped kernel releases the GIL), ``threads``
+    pairs at once, the largest first. Results are those of :func:`score_pair` in local mode.
+
+    Parameters
+    ----------
+    targets : list of numpy.ndarray
+        ``uint8`` codes of the targets that pairs name by index.
+    scheme : ScoringScheme
+        Substitution matrix and gap costs.
+    threads : int, optional
+        Pairs scored at once (at most Numba's ``NUMBA_NUM_THREADS``); default
+        ``numba.get_num_threads()``.
+    progress : callable, optional
+        Called (from the pool's threads) with DP cells as each pair computes them.
+    """
+
+    def __init__(self, targets: list, scheme: ScoringScheme, threads: int | None = None,
+                 progress: Callable[[int], None] | None = None):
+        self.targets = [np.ascontiguousarray(t, dtype=np.uint8) for t in targets]
+        self.scheme, self.progress = scheme, progress
+        self.threads = thread_count(threads)
+        self.warps = WARPS_PER_THREAD * self.threads
+        self.swept_cells = 0  # rows x columns of every pair scored
+
+    def score(self, pairs: list) -> list[PairScore]:
+        """:func:`score_pair` (local) of every pair.
+
+        Parameters
+        ----------
+        pairs : list of (numpy.ndarray, int, int, int)
+            ``(query codes, target index, t0, t1)``: the (oriented) query segment against
+            columns ``[t0, t1)`` of that target.
+
+        Returns
+        -------
+        list of PairScore
+            Per pair, the end cell in the pair's own coordinates (row of the segment, column
+            counted from ``t0``); ``(0, 0, 0)`` when no cell is positive.
+        """
+        cells = [len(q) * (t1 - t0) for q, _, t0, t1 in pairs]
+        self.swept_cells += sum(cells)
+
+        def one(p: int) -> PairScore:
+            q, t_index, t0, t1 = pairs[p]
+            return score_pair(q, self.targets[t_index][t0:t1], self.scheme, "local", threads=1,
+                              progress=self.progress)
+
+        # The largest first, so that the last pairs to start are short ones.
+        order = sorted(range(len(pairs)), key=lambda p: -cells[p])
+        results: list = [None] * len(pairs)
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            for p, found in zip(order, pool.map(one, order)):
+                results[p] = found
+        return results
 
 
 class GotohProblem:
@@ -330,7 +405,7 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     PairAlignment
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
-    end = _end_cell(q, t, matrix, scheme, mode_code, _thread_count(threads), progress)
+    end = _end_cell(q, t, matrix, scheme, mode_code, thread_count(threads), progress)
     if mode_code == kernels.LOCAL and end.score <= 0:
         return NO_PAIR_ALIGNMENT
     problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)

@@ -9,7 +9,6 @@ the "Placement" rule; filtering by ``--min-score`` is its caller's job.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import heapq
 import math
@@ -294,16 +293,17 @@ def _shared_aligner(gpu_align: Callable, cpu_align: Callable, gpu_threads: int) 
 
 
 SLICE_SPAN_RATIO = 8
-"""On the GPU, a target slice scored for a segment is at least this many times the longest
+"""In the rounds driver (both engines), a target slice scored for a segment is at least this many times the longest
 span of a significant alignment of the segment (so the slices' overlap costs at most 1/8)."""
 
 SLICE_MIN_COLUMNS = 16384
-"""On the GPU, no target slice is cut shorter than this (a strip over it takes milliseconds;
-more slices would only add host work)."""
+"""In the rounds driver, no target slice is cut shorter than this (a GPU strip over it takes
+milliseconds; more slices would only add host work)."""
 
 SLICE_WAVES = 16
-"""On the GPU, target slices are cut short enough that a round's score passes give about this
-many waves of 512-row strips over the resident warps (so the last, partly idle wave is short).
+"""In the rounds driver, target slices are cut short enough that a round's score passes give
+about this many waves of 512-row strips over the resident warps (so the last, partly idle wave
+is short; the CPU engine's figure of warps is :data:`~gpualign_plugin.pairwise.cpu.WARPS_PER_THREAD`).
 The first passes' slices are also what later passes are pruned to (:class:`_SliceScores`):
 on issue 11's shape, 16 waves give 1.05e13 swept cells in all against 1.15e13 with 4
 (``scripts/placement-prune-count``); unpruned, 16 and 4 waves took the same time on an H100."""
@@ -455,49 +455,34 @@ class _SliceScores:
 
 
 class _Engine:
-    """Score passes and alignments of one query at a time on the resolved backend.
+    """The GPU engine's state in :func:`place_local`, and the score passes and alignments of one
+    query at a time in a GPU :attr:`session` (:func:`_run_one`).
 
-    ``gpu_memory`` (GPU only) bounds each alignment's memory (see
+    ``gpu_memory`` bounds each alignment's memory (see
     :func:`gpualign_plugin.pairwise.gpu.align_pair`). ``on_progress`` (if given; from a
-    helper thread too on the GPU) is called with DP cells as they are computed: each score
-    pass (on the GPU while it runs), and each alignment's passes (CPU: end-cell pass and
-    traceback bands; GPU: score pass, region sweeps and chunk windows).
+    helper thread too) is called with DP cells as they are computed: each score pass while it
+    runs, and each alignment's score pass, region sweeps and chunk windows.
     """
 
-    def __init__(self, scheme: ScoringScheme, backend: str, device: int, threads: int | None,
-                 gpu_memory: int | None = None, gpu_profile: dict | None = None,
+    def __init__(self, scheme: ScoringScheme, device: int, gpu_memory: int | None = None,
+                 gpu_profile: dict | None = None,
                  on_progress: Callable[[int], None] | None = None):
-        from gpualign_plugin.pairwise import cpu
+        from gpualign_plugin.pairwise import cpu, gpu
 
         self.on_progress = on_progress
         self.scheme = scheme
         self.gpu_memory, self.gpu_profile = gpu_memory, gpu_profile
-        self.session = None  # a LongPairSession of the GPU engine, when place_local opens one
+        self.session = None  # a LongPairSession, when place_local opens one
         self.device = device
-        self.threads = threads
-        self.cpu = cpu
-        self.gpu = None
-        if backend == "gpu":
-            from gpualign_plugin.pairwise import gpu
-
-            self.gpu = gpu
+        self.cpu, self.gpu = cpu, gpu
         self.cells = 0
-
-    def codes(self, query: Sequence, where: _Slice) -> np.ndarray:
-        """Codes of the query segment ``where`` names, oriented: reverse-complemented on ``'-'``."""
-        return _oriented(query, where)
 
     def score(self, query: Sequence, targets: list[Sequence], where: _Slice) -> PairScore:
         """Optimal local score and end cell of the segment ``where``; adds its cells to ``cells``."""
-        q = self.codes(query, where)
+        q = _oriented(query, where)
         t = targets[where.t_index].codes[where.t0:where.t1]
         self.cells += len(q) * len(t)
-        if self.session is not None:
-            return self.session.score(where, q, t)
-        if self.gpu is not None:
-            return self.gpu.score_pair(q, t, self.scheme, "local", self.device, self.on_progress)
-        return self.cpu.score_pair(q, t, self.scheme, "local", threads=self.threads,
-                                   progress=self.on_progress)
+        return self.session.score(where, q, t)
 
     def align(self, query: Sequence, targets: list[Sequence], where: _Slice, end: PairScore,
               zdrop: float):
@@ -505,22 +490,11 @@ class _Engine:
         :class:`Alignment`, or None; aligned in the window of :func:`window_start` unless the
         session kept ``where``'s own score pass."""
         target = targets[where.t_index]
-        if self.session is None or where not in self.session.kept:
+        if where not in self.session.kept:
             where = _window(where, end, self.scheme)
-        q = self.codes(query, where)
+        q = _oriented(query, where)
         t = target.codes[where.t0:where.t1]
-        if self.session is not None:
-            pair = self.session.align(where, q, t)
-        elif self.gpu is not None:
-            profile = {} if self.gpu_profile is not None else None
-            pair = self.gpu.align_pair(q, t, self.scheme, "local", self.device,
-                                       memory_budget=self.gpu_memory, profile=profile,
-                                       progress=self.on_progress)
-            if profile:
-                self.gpu.add_profile(self.gpu_profile, profile)
-        else:
-            pair = self.cpu.align_pair(q, t, self.scheme, "local", threads=self.threads or 1,
-                                       progress=self.on_progress)
+        pair = self.session.align(where, q, t)
         if pair.score <= 0:
             return None
         return cut_alignment(pair, q, t, self.scheme, zdrop, query, target, where)
@@ -589,7 +563,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     strands : {'both', 'plus'}
         ``'both'`` also aligns the reverse complement (DNA only).
     threads : int, optional
-        CPU threads per DP (Numba); default all.
+        CPU engine: score passes and alignments run this many at once, one core each
+        (:func:`_place_on_cpu`); default all of Numba's threads.
     device : int
         CUDA device ordinal.
     zdrop_bits : float
@@ -607,8 +582,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         (:func:`gpualign_plugin.pairwise.gpu.add_profile`).
     on_progress : callable, optional
         Called with DP cells as they are computed, so a progress bar moves inside
-        one long query: on the CPU every score pass and each alignment's end-cell
-        pass and traceback bands; on the GPU (from helper threads too) each score
+        one long query: on the CPU (from its worker threads) every score pass and
+        each alignment's end-cell pass and traceback bands; on the GPU (from helper threads too) each score
         pass while it runs (one query) or each round's multi-pair score call as it
         ends (several queries), and each alignment's score pass, region sweeps and
         chunk windows. ``on_cells`` still counts the score passes per query.
@@ -636,28 +611,21 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
 
         if not gpu.accepts(scheme):
             engine_name = "cpu"
-    engine = _Engine(scheme, engine_name, device, threads, gpu_memory, gpu_profile,
-                     on_progress=on_progress)
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target), (query.id, target.id))
-
-    def steps(query: Sequence):
-        return _plan(query, targets, scheme, strand_list, parameters, evalue, min_score)
-
-    candidates = len(targets) * len(strand_list)
-    if engine.gpu is not None and (len(queries) > 1 or candidates > SESSION_CANDIDATES):
-        return _place_on_gpu(queries, targets, [steps(q) for q in queries], engine, zdrop, on_cells)
-    session = contextlib.nullcontext()
-    if engine.gpu is not None:
-        session = engine.session = engine.gpu.long_pair_session(scheme, "local", device, gpu_memory,
-                                                                SESSION_CANDIDATES, gpu_profile,
-                                                                on_progress)
+    plans = [_plan(q, targets, scheme, strand_list, parameters, evalue, min_score) for q in queries]
+    if engine_name == "cpu":
+        return _place_on_cpu(queries, targets, plans, scheme, threads, zdrop, on_cells, on_progress)
+    engine = _Engine(scheme, device, gpu_memory, gpu_profile, on_progress=on_progress)
+    if len(queries) > 1 or len(targets) * len(strand_list) > SESSION_CANDIDATES:
+        return _place_on_gpu(queries, targets, plans, engine, zdrop, on_cells)
     placed: list[Alignment] = []
-    with session:
-        for query in queries:
+    with engine.gpu.long_pair_session(scheme, "local", device, gpu_memory, SESSION_CANDIDATES,
+                                      gpu_profile, on_progress) as engine.session:
+        for query, (_, steps) in zip(queries, plans):
             before = engine.cells
-            placed.extend(_run_one(query, targets, steps(query)[1], engine, zdrop))
+            placed.extend(_run_one(query, targets, steps, engine, zdrop))
             if on_cells is not None:
                 on_cells(engine.cells - before)
     return placed
@@ -702,7 +670,8 @@ class _Aligns:
 
 
 def _run_one(query: Sequence, targets: list[Sequence], steps, engine: _Engine, zdrop: float):
-    """Drive one query's placement (:func:`_place_query`) with ``engine``, one request at a time."""
+    """Drive one query's placement (:func:`_place_query`) in ``engine``'s GPU session, one
+    request at a time (the records of :func:`_place_in_rounds`)."""
     reply = None
     while True:
         try:
@@ -773,6 +742,26 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     return placed
 
 
+def _place_on_cpu(queries: list[Sequence], targets: list[Sequence], plans: list,
+                  scheme: ScoringScheme, threads: int | None, zdrop: float, on_cells,
+                  on_progress: Callable[[int], None] | None) -> list[Alignment]:
+    """:func:`place_local` on the CPU: :func:`_place_in_rounds` with a
+    :class:`~gpualign_plugin.pairwise.cpu.PairScorer` for the score passes and
+    :func:`~gpualign_plugin.pairwise.cpu.align_pair` for the alignments, each pass and
+    alignment on one core, ``threads`` (:func:`~gpualign_plugin.pairwise.cpu.thread_count`)
+    at once. ``on_progress`` gets the cells of every pass and alignment as they are computed
+    (from the pool's threads)."""
+    from gpualign_plugin.pairwise import cpu
+
+    scorer = cpu.PairScorer([t.codes for t in targets], scheme, threads, on_progress)
+
+    def align(q: np.ndarray, t: np.ndarray):
+        return cpu.align_pair(q, t, scheme, "local", threads=1, progress=on_progress)
+
+    return _place_in_rounds(queries, targets, plans, scheme, scorer, align, zdrop, on_cells,
+                            scorer.threads)
+
+
 class _CountedScorer:
     """A :class:`~gpualign_plugin.pairwise.gpu.PairScorer` that reports the cells of each
     :meth:`score` call (its pairs' rows times columns) to ``progress`` when it returns."""
@@ -807,7 +796,7 @@ def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: li
     pass) runs only on the slices of the segment's own pass that reached the floor
     (:class:`_SliceScores`); ``prune=False`` cuts every pass afresh (the same records,
     more cells: for measuring what pruning saves). ``plans`` are ``(floor, generator)``
-    per query. The records are those of :func:`_run_one`, query after query;
+    per query. The records are those of each generator driven alone (:func:`_run_one`), query after query;
     ``on_cells`` gets each query's score-pass cells when it is done; ``before_alignments``
     (if given) is called with a round's number of alignments before they start;
     ``timing`` (if given) gets ``rounds``, ``rounds_score_s`` and ``rounds_align_s``.

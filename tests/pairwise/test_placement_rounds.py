@@ -1,9 +1,10 @@
-"""Local placement in rounds (the GPU engine's driver) and its two shortcuts, checked on the CPU.
+"""Local placement in rounds (the driver of both engines) and its two shortcuts, checked on the CPU.
 
-The GPU engine scores many pairs at once, slicing long targets (exact at and above the
+The engines score many pairs at once, slicing long targets (exact at and above the
 significance floor) and aligning each best candidate in a bounded target window. Here the
-same driver runs with CPU scores and alignments, so everything but the CUDA kernel is checked
-against the CPU engine's one-query-at-a-time placement (itself checked against the oracle).
+driver runs with CPU scores and alignments and slices cut as finely as allowed, so everything
+but the CUDA kernel is checked against the CPU engine's placement with its own slices (itself
+checked against the oracle), and the CPU engine on several threads against one thread.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 
+import numba
 import numpy as np
 import oracles
 import pytest
@@ -299,3 +301,30 @@ def test_pruned_rounds_on_the_oracle_cases_give_the_cpu_records(seed, monkeypatc
     pruned, scorer = _rounds(encoded_q, encoded_t, 12.0, prune=True)
     unpruned, full = _rounds(encoded_q, encoded_t, 12.0, prune=False)
     assert pruned == expected == unpruned and scorer.cells < full.cells
+
+
+@pytest.mark.parametrize("case", ["stress", "oracle"])
+def test_cpu_engine_on_two_and_four_threads_equals_one_thread_and_the_oracle(case, monkeypatch):
+    """The CPU engine scores a round's passes and aligns its windows on a pool of ``threads``
+    workers: 2 and 4 workers give one worker's records, which are the oracle's; the cells that
+    progress reports (from the workers) do not depend on the workers either."""
+    from test_placement import placement_case
+
+    queries, targets = _stress_case(0) if case == "stress" else placement_case(1)
+    encoded_q = [SCHEME.encode(*q) for q in queries]
+    encoded_t = [SCHEME.encode(*t) for t in targets]
+    zdrop_bits = 12.0
+    oracle = oracles.local_placement(queries, targets, SCHEME, PARAMETERS, 1e-5,
+                                     zdrop_bits * math.log(2) / PARAMETERS.lam)
+    # Four workers on any machine (the workers run one-thread kernels), and many slices a pass.
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 4)
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    runs = {}
+    for threads in (1, 2, 4):
+        progress, per_query = [], []
+        placed = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=zdrop_bits,
+                             threads=threads, on_progress=progress.append, on_cells=per_query.append)
+        runs[threads] = placed, sum(progress), per_query
+    assert _records(runs[1][0]) == oracle and len(oracle) > len(queries) // 2
+    assert runs[2] == runs[1] and runs[4] == runs[1]
