@@ -67,7 +67,7 @@ def register(subparsers) -> None:
                         help="auto: the CPU and, if usable, the GPU; gpu: the GPU and the CPU for "
                              "comparison; cpu: the CPU only [auto]")
     parser.add_argument("--device", type=int, default=0, metavar="N")
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads for batch (0 = all)")
+    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads for batch and placement (0 = all)")
     parser.add_argument("--cpu-threads", type=int, default=1, metavar="N",
                         help="CPU threads for the score row (0 = all; above 1, long pairs use the tiled "
                              "wavefront kernel) [1]")
@@ -370,9 +370,11 @@ def placement_workload(count: int, length: int, seed: int):
 
 
 def _placement_rows(args) -> list[Row]:
+    from gpualign_plugin.cli.common import apply_threads
     from gpualign_plugin.pairwise.api import place_local
 
     count, length = parse_size(args.placement)
+    threads = apply_threads(args.threads)
     contigs, reference, scheme = placement_workload(count, length, args.seed)
     first_pass = 2 * length * sum(len(c) for c in contigs)
     rows, results = [], {}
@@ -396,6 +398,8 @@ def _placement_rows(args) -> list[Row]:
         results[backend] = result
         kinds = [sum(a.is_primary and not a.is_supplementary for a in result),
                  sum(a.is_supplementary for a in result), sum(not a.is_primary for a in result)]
+        if backend == "cpu":
+            device = f"{device}, {threads} threads"
         rows.append(Row("placement", backend, device, args.placement, seconds, sum(cells),
                         _gpu_memory(backend), f"{kinds[0]} primary, {kinds[1]} supplementary, "
                         f"{kinds[2]} secondary of {len(contigs)} contigs" + _rounds_summary(profile)))
