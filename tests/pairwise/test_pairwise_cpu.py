@@ -238,6 +238,30 @@ def test_align_pair_from_python_threads_equals_serial():
     assert threaded == serial
 
 
+def test_pair_scorer_gives_each_pair_its_score_pair_in_order_and_counts_progress():
+    """cpu.PairScorer (the CPU engine's scorer in local placement) scores pairs of several
+    sizes on a pool, the largest first, and returns each pair's own local score_pair."""
+    rng = np.random.default_rng(710)
+    scheme = SCHEMES[0]
+    targets = [scheme.encode(f"t{k}", random_text(rng, scheme, n)).codes
+               for k, n in enumerate((900, 60, 4000))]
+    pairs = []
+    for _ in range(30):
+        k = int(rng.integers(len(targets)))
+        t0 = int(rng.integers(len(targets[k])))
+        t1 = int(rng.integers(t0 + 1, len(targets[k]) + 1))
+        source = targets[k][t0:t1]
+        text = scheme.alphabet.decode(source[:200]) if rng.random() < 0.5 else random_text(rng, scheme, 150)
+        q = scheme.encode("q", related_text(rng, scheme, text) or "A").codes
+        pairs.append((q, k, t0, t1))
+    expected = [score_pair(q, targets[k][t0:t1], scheme, "local") for q, k, t0, t1 in pairs]
+    cells = []
+    scorer = pairwise.PairScorer(targets, scheme, threads=2, progress=cells.append)
+    assert scorer.score(pairs) == expected and scorer.score([]) == []
+    total = sum(len(q) * (t1 - t0) for q, _, t0, t1 in pairs)
+    assert sum(cells) == total == scorer.swept_cells and any(e.score > 20 for e in expected)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_score_pair_agrees_with_align_pair(mode):
     rng = np.random.default_rng(400 + MODES.index(mode))
