@@ -41,7 +41,8 @@ PROTEIN_LETTERS = "ARNDCQEGHILKMFPSTWYVBZXUO*"
 NEG_INF = -(1 << 30)
 """The engines' minus infinity for impossible states; far from int32 overflow when decremented."""
 
-_NUCLEOTIDE_LIKE = frozenset("ACGTUN")
+NUCLEOTIDE_LIKE = frozenset("ACGTUN")
+"""Letters :func:`looks_like_nucleotide` counts (either case)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def looks_like_nucleotide(text: str) -> bool:
     letters = [c for c in text.upper() if c.isalpha()]
     if len(letters) < 10:
         return False
-    nucleotide = sum(1 for c in letters if c in _NUCLEOTIDE_LIKE)
+    nucleotide = sum(1 for c in letters if c in NUCLEOTIDE_LIKE)
     return nucleotide >= 0.9 * len(letters)
 
 

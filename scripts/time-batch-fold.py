@@ -12,7 +12,6 @@ import argparse
 import hashlib
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -22,7 +21,6 @@ sys.path.insert(0, ".")
 from gpualign_plugin.batch import gpu as batch_gpu  # noqa: E402
 from gpualign_plugin.batch.api import align_batch, align_batch_gpu  # noqa: E402
 from gpualign_plugin.cli.bench import related_pair  # noqa: E402
-from gpualign_plugin.cli.main import main as cli_main  # noqa: E402
 from gpualign_plugin.fold.api import fold, fold_cells, fold_many  # noqa: E402
 from gpualign_plugin.runtime.gpu import probe  # noqa: E402
 from gpualign_plugin.scoring import ScoringScheme  # noqa: E402
@@ -102,32 +100,6 @@ def main() -> int:
           f"({read_cells / profile['kernel_seconds'] / 1e9:.0f} GCUPS, {profile['launches']} launches); "
           f"cpu on the first {subset}: {cpu_s:.2f} s ({sub_cells / cpu_s / 1e9:.2f} GCUPS); "
           f"agrees on them {gpu_r[:subset] == cpu_r}", flush=True)
-
-    # The command line to SAM on the first 100,000 read pairs, GPU and CPU.
-    letters = np.array(list("ACGT"))
-    folder = tempfile.mkdtemp()
-    count = min(100_000, len(reads))
-    with open(f"{folder}/q.fa", "w") as q_file, open(f"{folder}/t.fa", "w") as t_file:
-        for k, (q, t) in enumerate(reads[:count]):
-            q_file.write(f">r{k}\n{''.join(letters[q])}\n")
-            t_file.write(f">t{k}\n{''.join(letters[t])}\n")
-    sam_cells = sum(len(q) * len(t) for q, t in reads[:count])
-    seconds = {}
-    for backend in ("gpu", "cpu"):
-        start = time.perf_counter()
-        status = cli_main(["batch", "-q", f"{folder}/q.fa", "-t", f"{folder}/t.fa", "--mode", "semiglobal",
-                           "--backend", backend, "--out", f"{folder}/{backend}.sam"])
-        seconds[backend] = time.perf_counter() - start
-        assert status == 0
-
-    def body(path):
-        with open(path) as handle:
-            return [line for line in handle if not line.startswith("@PG")]
-
-    print(f"gpualign batch {count} read pairs -> SAM (FASTA in, SAM out, whole command): gpu "
-          f"{seconds['gpu']:.2f} s ({sam_cells / seconds['gpu'] / 1e9:.1f} GCUPS), cpu {seconds['cpu']:.2f} s "
-          f"({sam_cells / seconds['cpu'] / 1e9:.2f} GCUPS); SAM identical "
-          f"{body(f'{folder}/gpu.sam') == body(f'{folder}/cpu.sam')}", flush=True)
 
     text = "".join(rng.choice(list("ACGU"), 2000))
     gpu_s, gpu_r = timed(lambda: fold(text, backend="gpu"), repeat)

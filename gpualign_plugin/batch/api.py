@@ -93,7 +93,7 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backen
         positive score has score 0 and no runs.
     """
     mode_code = _check_batch(pairs, scheme, mode)
-    if not len(pairs):  # no Numba kernel to load (the GPU path asks this for its empty-sequence pairs)
+    if not len(pairs):  # an empty batch loads no Numba kernel
         return empty_columns()
     if backend == "gpu":
         return _align_columns_gpu(pairs, scheme, mode, device, memory_budget, progress, profile)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpualign_plugin.batch.cpu import gather_segments
+from gpualign_plugin.io.columnar import gather_segments
 from gpualign_plugin.model import RUN_OPS, AlignmentColumns, PairAlignment
 from gpualign_plugin.scoring import reverse_complement_codes
 
@@ -79,11 +79,11 @@ class SequencePairs:
 
     def packed_queries(self) -> tuple[np.ndarray, np.ndarray]:
         """The queries back to back and their ``len(self) + 1`` offsets."""
-        return gather_segments(self.query_codes, self.query_starts, self.query_lengths, False)
+        return gather_segments(self.query_codes, self.query_starts, self.query_lengths)
 
     def packed_targets(self) -> tuple[np.ndarray, np.ndarray]:
         """The targets back to back and their ``len(self) + 1`` offsets."""
-        return gather_segments(self.target_codes, self.target_starts, self.target_lengths, False)
+        return gather_segments(self.target_codes, self.target_starts, self.target_lengths)
 
 
 def _concatenate(arrays) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +130,7 @@ def merge_columns(count: int, parts) -> AlignmentColumns:
         starts[indices] = columns.run_offsets[:-1] + base
         base += len(columns.runs)
     runs = np.concatenate([columns.runs for _, columns in parts]) if parts else merged.runs
-    merged.runs, merged.run_offsets = gather_segments(runs, starts, counts, False)
+    merged.runs, merged.run_offsets = gather_segments(runs, starts, counts)
     return merged
 
 
@@ -138,6 +138,6 @@ def take_columns(columns: AlignmentColumns, index: np.ndarray) -> AlignmentColum
     """The results of pairs ``index`` (an index array), in that order."""
     index = np.asarray(index, dtype=np.int64)
     runs, offsets = gather_segments(columns.runs, columns.run_offsets[index],
-                                    columns.run_counts()[index], False)
+                                    columns.run_counts()[index])
     return AlignmentColumns(columns.score[index], columns.query_start[index], columns.query_end[index],
                             columns.target_start[index], columns.target_end[index], runs, offsets)

@@ -128,25 +128,3 @@ def runs_from_ops(ops, ops_offsets, n_ops):
             runs[slot] = np.uint32(((y - x) << 2) | op)
             x = y
     return runs, run_offsets
-
-
-@njit(cache=True, parallel=True)
-def gather_segments(data, starts, counts, reverse):
-    """Segments ``data[starts[k]:starts[k] + counts[k]]`` back to back (each reversed when ``reverse``).
-
-    Returns ``(out, offsets)``: segment ``k`` is ``out[offsets[k]:offsets[k + 1]]``.
-    """
-    count = counts.shape[0]
-    offsets = np.zeros(count + 1, np.int64)
-    offsets[1:] = np.cumsum(counts)
-    out = np.empty(offsets[count], data.dtype)
-    for k in prange(count):
-        first = starts[k]
-        base = offsets[k]
-        length = counts[k]
-        if reverse:
-            for x in range(length):
-                out[base + x] = data[first + length - 1 - x]
-        else:
-            out[base:base + length] = data[first:first + length]
-    return out, offsets

@@ -17,7 +17,7 @@ pair's warp) and returns run-length codes, so only the CIGAR runs come back to t
 **Memory.** A pair takes ``4 * strips * (n + 31) * 32`` bytes of direction words, ``4 (m + n)``
 bytes of runs and ``8 (n + 1)`` bytes of strip boundary; pairs are cut into launches that
 fit ``memory_budget`` (default: half the free device memory). The caller
-(:func:`gpualign_plugin.batch.api.align_batch_gpu`) keeps pairs above :data:`MAX_PAIR_CELLS`
+(:func:`gpualign_plugin.batch.api.align_columns`) keeps pairs above :data:`MAX_PAIR_CELLS`
 away from this engine (they go to the long-pair engine).
 """
 

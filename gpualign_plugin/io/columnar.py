@@ -27,6 +27,21 @@ _SAM_BASES = "=ACMGRSVTWYHKDBN"
 """The bases BAM's 4-bit encoding keeps (htslib's ``seq_nt16_str``); ``U`` reads ``T``, other letters ``N``."""
 
 
+@njit(cache=True, parallel=True)
+def gather_segments(data, starts, counts):
+    """Segments ``data[starts[k]:starts[k] + counts[k]]`` back to back.
+
+    Returns ``(out, offsets)``: segment ``k`` is ``out[offsets[k]:offsets[k + 1]]``.
+    """
+    count = counts.shape[0]
+    offsets = np.zeros(count + 1, np.int64)
+    offsets[1:] = np.cumsum(counts)
+    out = np.empty(offsets[count], data.dtype)
+    for k in prange(count):
+        out[offsets[k]:offsets[k + 1]] = data[starts[k]:starts[k] + counts[k]]
+    return out, offsets
+
+
 def _sam_base_table() -> np.ndarray:
     """SAM SEQ letter of each text byte, as pysam stores and writes it (htslib's ``seq_nt16_table``)."""
     table = np.full(256, ord("N"), dtype=np.uint8)
@@ -116,11 +131,8 @@ class AlignmentTable:
     def take(self, rows: np.ndarray) -> "AlignmentTable":
         """The rows ``rows`` (an index array), in that order."""
         rows = np.asarray(rows, dtype=np.int64)
-        counts = np.diff(self.run_offsets)[rows]
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], counts)
-        runs = self.runs[np.repeat(self.run_offsets[rows], counts) + within]
+        runs, offsets = gather_segments(self.runs, self.run_offsets[rows],
+                                        np.diff(self.run_offsets)[rows])
         picked = {name: getattr(self, name)[rows] for name in (
             "query_index", "target_index", "query_length", "target_length", "query_start",
             "query_end", "target_start", "target_end", "minus", "score", "primary", "mapq")}
@@ -304,7 +316,6 @@ def paf_lines(table: AlignmentTable) -> np.ndarray:
                       _NM, _CG)
 
 
-_SAM_AS = np.frombuffer(b"AS:i:", dtype=np.uint8)
 _SAM_MD = np.frombuffer(b"MD:Z:", dtype=np.uint8)
 _SAM_DE = np.frombuffer(b"de:f:", dtype=np.uint8)
 _SAM_MATES = np.frombuffer(b"\t*\t0\t0\t", dtype=np.uint8)
@@ -492,7 +503,7 @@ def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.n
                       t.query_start, t.query_end, t.target_start, t.target_end, t.minus, t.score,
                       t.runs, t.run_offsets, t.primary, t.mapq, _OPS, query_text, query_offsets,
                       target_text, target_offsets, with_seq, _SEQ_PLUS, _SEQ_MINUS, de_text,
-                      de_offsets, de_index, _SAM_AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES)
+                      de_offsets, de_index, _AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES)
 
 
 @njit(cache=True, nogil=True)

@@ -18,14 +18,13 @@ import numpy as np
 from numba import njit, prange
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.scoring import PROTEIN, Alphabet, ScoringScheme, Sequence
+from gpualign_plugin.scoring import NUCLEOTIDE_LIKE, PROTEIN, Alphabet, ScoringScheme, Sequence
 
 _WHITESPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
 """Bytes that ``str.split()`` treats as whitespace in latin-1 text (dropped from sequence lines)."""
 _WHITESPACE_MASK = np.zeros(256, dtype=bool)
 _WHITESPACE_MASK[list(_WHITESPACE)] = True
 _NEWLINE_BYTE = 10
-_NUCLEOTIDE_LIKE = "ACGTUN"
 
 
 def _open_text(path: str):
@@ -359,7 +358,7 @@ def _any_nucleotide_like(text: np.ndarray, offsets: np.ndarray) -> bool:
     Every byte here is in the protein alphabet, so the letters are all but ``*``.
     """
     nucleotide = np.zeros(256, dtype=bool)
-    for letter in _NUCLEOTIDE_LIKE:
+    for letter in NUCLEOTIDE_LIKE:
         nucleotide[ord(letter)] = nucleotide[ord(letter.lower())] = True
     starts = offsets[:-1]
     hits = np.add.reduceat(nucleotide[text].astype(np.int64), starts)
