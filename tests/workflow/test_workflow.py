@@ -164,6 +164,18 @@ def test_dry_run_plans_every_analysis(tmp_path):
     assert not os.path.exists(os.path.join(project, "results"))
 
 
+def test_gpu_slot_options_follow_the_program_in_every_command(tmp_path):
+    # With several local GPUs every GPU job takes a slot: `gpualign --local-gpus N --gpu-lock-dir D
+    # SUBCOMMAND ...`; the options before the program would be a command that cannot run.
+    project = copy_project(tmp_path / "slots")
+    result = snakemake(project, "-n", "-p", "--config", "backend=gpu", "local_gpus=2")
+    commands = [line for line in result.stdout.splitlines() if "--local-gpus 2" in line]
+    assert any(" compare " in line for line in commands), result.stdout
+    for line in commands:
+        before = line.split("--local-gpus", 1)[0]
+        assert "gpualign" in before, line
+
+
 def test_demo_bams_are_sorted_indexed_and_readable(demo):
     for genome in ("strainA", "strainB"):
         bam = os.path.join(demo, "results", "pairwise", f"{genome}.bam")

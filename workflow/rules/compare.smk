@@ -18,7 +18,7 @@ rule compare:
             labels={"genome": "{genome}", "table": "summary (dnadiff layout)"},
         ),
         bam="results/compare/{genome}/{genome}.bam",
-        bai="results/compare/{genome}/{genome}.bam.bai",
+        bai=f"results/compare/{{genome}}/{{genome}}.bam.{bam_index_extension()}",
         vcf="results/compare/{genome}/{genome}.vcf",
         differences="results/compare/{genome}/{genome}.differences.tsv",
         dotplot=report(
@@ -51,7 +51,7 @@ rule compare:
         ),
         scoring=scoring_options("syntenic"),
     shell:
-        "{params.gpu_slot} {params.gpualign} compare --query {input.query:q} "
+        "{params.gpualign} {params.gpu_slot} compare --query {input.query:q} "
         "--target {input.reference:q} --prefix {params.prefix:q} {params.block_penalty} "
         "{params.scoring} --backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"
