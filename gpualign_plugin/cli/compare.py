@@ -94,13 +94,6 @@ def run(args: argparse.Namespace) -> int:
         check_writable(path)
     queries = read_fasta(args.query, scheme)
     targets = read_fasta(args.target, scheme)
-    for records, path in ((queries, args.query), (targets, args.target)):
-        seen = set()
-        for record in records:
-            if record.id in seen:
-                raise InputError(f"record id {record.id!r} occurs twice", path=path,
-                                 record=record.id)
-            seen.add(record.id)
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target), (query.id, target.id))
@@ -125,8 +118,10 @@ def run(args: argparse.Namespace) -> int:
         with atomic_text(paths["report"]) as handle:
             handle.write(format_report(comparison, args.target, args.query))
         written.append(paths["report"])
+        placed = {p.query_id for p in comparison.placements}
         write_alignments(paths["bam"], comparison.placements, {q.id: q for q in queries},
-                         targets, scheme, command)
+                         targets, scheme, command,
+                         unmapped=[q for q in queries if q.id not in placed])
         written += [paths["bam"], paths["bam"] + ".bai", paths["bam"] + ".csi"]
         write_vcf(paths["vcf"], vcf_records(comparison, by_id),
                   [(t.id, len(t)) for t in targets], _sample_name(args.query), VCF_INFO,

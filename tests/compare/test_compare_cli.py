@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -52,6 +53,26 @@ def assembly(tmp_path_factory):
                                     "--backend", "cpu"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return directory
+
+
+def test_a_contig_without_a_placement_is_an_unmapped_bam_record(tmp_path):
+    # As `gpualign pairwise` writes it, so that samtools flagstat counts it.
+    reference, _, _ = simulated(5)
+    rng = random.Random(7)
+    unrelated = "".join(rng.choice("ACGT") for _ in range(3000))
+    (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")
+    (tmp_path / "asm.fa").write_text(f">piece\n{reference[2000:6000]}\n>unrelated\n{unrelated}\n")
+    result = subprocess.run(MAIN + ["compare", "--query", str(tmp_path / "asm.fa"), "--target",
+                                    str(tmp_path / "ref.fa"), "--prefix", str(tmp_path / "asm"),
+                                    "--backend", "cpu"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    with pysam.AlignmentFile(str(tmp_path / "asm.bam")) as bam:
+        records = [(r.query_name, r.is_unmapped) for r in bam]
+    assert records == [("piece", False), ("unrelated", True)]
+    flagstat = subprocess.run(["samtools", "flagstat", str(tmp_path / "asm.bam")],
+                              capture_output=True, text=True, check=True).stdout
+    assert re.search(r"^2 \+ 0 in total", flagstat, re.M)
+    assert re.search(r"^1 \+ 0 mapped", flagstat, re.M), flagstat
 
 
 @pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
