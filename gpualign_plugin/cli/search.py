@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     names, lengths = database.names, database.lengths.tolist()
     start, stop = shard_range(len(names), args.shards, args.shard)
     residues = args.db_size if args.db_size is not None else database.residues
-    stats = RunStats("search", engine=engine, device=describe_device(engine, args.device), threads=threads)
+    stats = RunStats("search", engine=engine, device=describe_device(engine, devices[0]), threads=threads)
     phases = stats.extra.setdefault("phases", {})
     phases["read_s"] = time.perf_counter() - started
     with Progress(sum(lengths[start:stop]), "search", unit="database residues") as progress:
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
 
         stream = search_stream(queries, database, scheme, residues, len(names), args.top, strands,
                                args.chunk_residues, on_progress=advanced, backend=engine,
-                               device=args.device, span=(start, stop), devices=devices)
+                               device=devices[0], span=(start, stop), devices=devices)
     phases["score_s"] = time.perf_counter() - started - phases["read_s"]
     header = stream.result
     if paths:

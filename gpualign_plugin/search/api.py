@@ -2,13 +2,16 @@
 
 Two passes:
 
-1. **Score pass** (:func:`score_database`, the hot loop): the best local score of
-   every (query, target, strand) with the inter-sequence vectorised kernel of
-   :mod:`~gpualign_plugin.search.cpu`, chunk by chunk of the database
-   (bounded memory), keeping each query's top ``k`` candidates. Chunks and
-   shards merge exactly because the ranking is a total order (below). With
-   ``backend='gpu'`` the scores come from :mod:`gpualign_plugin.search.gpu`
-   (the same matrix), and everything after them is this module's.
+1. **Score pass**: the best local score of every (query, target, strand), keeping each
+   query's top ``k`` candidates. On the CPU (and on the GPU when the statistics must be
+   fitted to the score histogram, or the database is records, not a Database) chunk by chunk of the
+   database (bounded memory) through :func:`score_database`, the inter-sequence
+   vectorised kernel of :mod:`~gpualign_plugin.search.cpu` or the GPU's same matrix;
+   on the GPU with a prepared database by
+   :func:`gpualign_plugin.search.gpu.top_hits` (the database resident, split over
+   ``devices``, the top candidates chosen on the device). Chunks, parts and shards
+   merge exactly because the ranking is a total order (below); everything after the
+   scores is this module's.
 2. **Alignment pass**: each reported hit is re-aligned, the short ones together
    by :func:`gpualign_plugin.batch.api.align_batch` on the search's backend (one
    batched GPU launch with ``backend='gpu'``) and the long ones at the same time
@@ -52,9 +55,10 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
                    device: int = 0) -> np.ndarray:
     """Best local (Smith-Waterman-Gotoh) score of every query against every target.
 
-    This is the score pass of ``gpualign search`` and what ``gpualign bench``
-    times: targets sorted by length and scored ``LANES`` at a time by a
-    vectorised kernel, in parallel over ``numba.get_num_threads()`` threads.
+    The chunked score pass of ``gpualign search`` (see the module docstring for
+    when the GPU's :func:`~gpualign_plugin.search.gpu.top_hits` runs instead):
+    targets sorted by length and scored ``LANES`` at a time by a vectorised
+    kernel, in parallel over ``numba.get_num_threads()`` threads.
 
     Parameters
     ----------
@@ -130,8 +134,7 @@ def _top_candidates(scores: np.ndarray, target_index: np.ndarray, n_strands: int
         threshold = np.partition(score, len(score) - top)[len(score) - top]
         keep = score >= threshold
         score, index, strand = score[keep], index[keep], strand[keep]
-    order = np.lexsort((strand, index, -score.astype(np.int64)))[:top]
-    return score[order], index[order], strand[order]
+    return _rank(score, index, strand, top)
 
 
 def search(queries: list[Sequence], database, scheme: ScoringScheme,
@@ -173,8 +176,9 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
         Records ``[start, stop)`` of a ``Database`` to search (default: all).
     devices : list of int, optional
         GPU backend with a ``Database``: split its records over these devices in
-        one process (default ``[device]``); the top hits are selected on each
-        device and merged exactly (:func:`gpualign_plugin.search.gpu.top_hits`).
+        one process (default ``[device]``, and the first of them runs everything
+        else on the GPU); the top hits are selected on each device and merged
+        exactly (:func:`gpualign_plugin.search.gpu.top_hits`).
 
     Returns
     -------
@@ -226,6 +230,7 @@ def search_stream(queries: list[Sequence], database, scheme: ScoringScheme,
         raise InputError(f"--chunk-residues must be 1 or more, got {chunk_residues}")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    devices = devices or [device]
     oriented, signs = _strand_queries(queries, scheme, strands)
     n_strands = len(signs)
     needs_fit = published_parameters(scheme) is None
@@ -233,13 +238,13 @@ def search_stream(queries: list[Sequence], database, scheme: ScoringScheme,
     prepared = isinstance(database, Database)
     if prepared and backend == "gpu" and histogram is None:
         kept = _gpu_top(oriented, database, span or (0, len(database)), scheme, top, n_strands,
-                        devices or [device], on_progress)
+                        devices, on_progress)
         records = {}
     else:
         chunks = (_database_chunks(database, span or (0, len(database)), chunk_residues) if prepared
                   else _record_chunks(database, chunk_residues))
         kept, records = _scan_chunks(oriented, [len(q) for q in queries], chunks, scheme, top,
-                                     n_strands, histogram, on_progress, backend, device)
+                                     n_strands, histogram, on_progress, backend, devices[0])
     live = sorted({int(i) for _, index, _ in kept for i in index})
     kept_targets = {i: database.record(i) if prepared else records[i] for i in live}
     jobs = [(q, index, strand, score) for q in range(len(queries))
@@ -247,7 +252,7 @@ def search_stream(queries: list[Sequence], database, scheme: ScoringScheme,
     result = SearchResult([(q.id, len(q)) for q in queries], [], top, database_residues,
                           database_sequences, histogram, targets=kept_targets)
     return SearchStream(result, lambda: _aligned_by_query(
-        jobs, queries, oriented, n_strands, kept_targets, scheme, signs, backend, (devices or [device])[0]))
+        jobs, queries, oriented, n_strands, kept_targets, scheme, signs, backend, devices[0]))
 
 
 

@@ -1,8 +1,14 @@
-"""Database search score pass on one GPU: the best local score of every (query, target) pair.
+"""Database search score pass on the GPU(s): the best local score of every (query, target) pair.
 
-Same function and answer as :func:`gpualign_plugin.search.api.score_database`
-(an ``int32`` queries x targets matrix, 0 where nothing scores above 0); top-k,
-ranking, statistics and the alignment pass stay the CPU path's.
+Two entry points. :func:`top_hits` is what ``gpualign search --backend gpu`` runs on a
+prepared database: the records are split over ``--devices`` (and into parts where a
+device's share does not fit), each part stays resident while every query is scored
+against it, and each query's ``top``-th best score is found on the device so that only
+the candidates at or above it come back (ranking, statistics and the alignments are
+:mod:`gpualign_plugin.search.api`'s). :func:`score_database` returns the whole
+``int32`` queries x targets matrix (0 where nothing scores above 0), the same as
+:func:`gpualign_plugin.search.api.score_database` (the chunked CPU path, which a
+search whose statistics must be fitted to the score histogram also takes on the GPU).
 docs/ALGORITHMS.md ("Database search") has the recurrence; docs/GPU.md the design.
 
 **Work items.** The targets are packed exactly as the CPU kernel packs them
@@ -10,13 +16,17 @@ docs/ALGORITHMS.md ("Database search") has the recurrence; docs/GPU.md the desig
 batches of ``LANES`` interleaved residue by residue). A work item is one
 (query, batch) pair, ``m * width`` cells per lane.
 
-* **Inter-task** (``search/search.cu``): one thread per lane of an item, ``LANES``
-  threads per block, the query profile in shared memory, ``ROWS_PER_THREAD``
-  query rows in registers per sweep of the target. Blocks are persistent: as
-  many as are resident (or fit the memory budget), each with its own scratch
-  slot (the hand-over row between row blocks, ``8 * width * LANES`` bytes), taking
-  items from an atomic counter in the order given: largest first, so the long
-  lanes start first and short ones fill in behind them.
+* **Inter-task, 16 bits** (``search_inter16<ROWS16>`` in ``search/search.cu``, the
+  default where the scheme allows it): ``LANES / 2`` threads per block, two lanes per
+  thread in the halves of ``s16x2`` words (Hopper DPX instructions), the query profile
+  in shared memory. A lane whose best score comes within the largest substitution score
+  of 32767 is flagged and its item rescored by the 32-bit kernel, so every score is
+  exact.
+* **Inter-task, 32 bits** (``search_inter<ROWS_PER_THREAD>``): one thread per lane,
+  ``LANES`` threads per block, ``ROWS_PER_THREAD`` query rows in registers per sweep.
+  In both, blocks are persistent: as many as are resident (or fit the memory budget),
+  each with its own scratch slot (the hand-over row between row blocks), taking items
+  from an atomic counter, largest first.
 * **Intra-task**: an item whose lanes would each compute more than
   :data:`PAIR_CELLS` cells (or whose width exceeds :data:`MAX_INTER_WIDTH`)
   would keep one thread busy long after the rest of the GPU is done; each of its
@@ -28,9 +38,9 @@ batches of ``LANES`` interleaved residue by residue). A work item is one
   substitution scores in -128..127 only; other schemes score every item
   inter-task.
 
-**Memory.** The packed targets, queries, the output matrix and the item list
-(fixed), plus one scratch slot per block; the grid shrinks to what fits
-``memory_budget`` (default: half the free device memory).
+**Memory.** A part's packed targets and score matrix take at most a quarter of the budget
+(default: half the free device memory); the fixed inputs plus one scratch slot per block
+must fit the rest, and the grid shrinks to what fits.
 :class:`~gpualign_plugin.runtime.kernels.GpuMemoryError` when not even one slot fits.
 """
 
