@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -264,14 +263,16 @@ GPU_STREAMS = 16
 one alignment of a contig-sized window keeps only a few warps busy (docs/GPU.md, "Local
 placement", has the measurements)."""
 
-def cpu_aligners() -> int:
+def cpu_aligners(threads: int | None) -> int:
     """Host threads that align windows on the CPU engine beside the :data:`GPU_STREAMS` GPU
-    ones in the GPU engine's rounds: half the cores this process may run on (the other half
-    for the GPU threads' host walks). One CPU alignment of a contig-sized window (about 0.7 s
+    ones in the GPU engine's rounds: half the CPU threads ``threads`` allows
+    (:func:`~gpualign_plugin.pairwise.cpu.thread_count`; the other half for the GPU threads'
+    host walks), none on one thread. One CPU alignment of a contig-sized window (about 0.7 s
     for 14 kbp x 20 kbp on one core) takes about as long as one of 16 concurrent GPU
     alignments (7.7 s for 160 on an H100), so each CPU thread adds about one stream's worth."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
-    return max(1, cores // 2)
+    from gpualign_plugin.pairwise import cpu
+
+    return cpu.thread_count(threads) // 2
 
 
 def _shared_aligner(gpu_align: Callable, cpu_align: Callable, gpu_threads: int) -> Callable:
@@ -619,7 +620,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         return _place_on_cpu(queries, targets, plans, scheme, threads, zdrop, on_cells, on_progress)
     engine = _Engine(scheme, device, gpu_memory, gpu_profile, on_progress=on_progress)
     if len(queries) > 1 or len(targets) * len(strand_list) > SESSION_CANDIDATES:
-        return _place_on_gpu(queries, targets, plans, engine, zdrop, on_cells)
+        return _place_on_gpu(queries, targets, plans, engine, zdrop, on_cells, threads)
     placed: list[Alignment] = []
     with engine.gpu.long_pair_session(scheme, "local", device, gpu_memory, SESSION_CANDIDATES,
                                       gpu_profile, on_progress) as engine.session:
@@ -685,13 +686,13 @@ def _run_one(query: Sequence, targets: list[Sequence], steps, engine: _Engine, z
 
 
 def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list, engine: _Engine,
-                  zdrop: float, on_cells) -> list[Alignment]:
+                  zdrop: float, on_cells, threads: int | None) -> list[Alignment]:
     """:func:`place_local` on the GPU: :func:`_place_in_rounds` with a
     :class:`~gpualign_plugin.pairwise.gpu.PairScorer` for the score passes and
     :func:`~gpualign_plugin.pairwise.gpu.align_pair` for the alignments, :data:`GPU_STREAMS`
     at once, each on its own CUDA stream and planned within an equal share of the memory
     (or ``--gpu-memory``, if smaller) without the process-wide pool limit, and
-    :func:`cpu_aligners` more threads aligning on the CPU engine beside them
+    :func:`cpu_aligners` (of ``threads``) more threads aligning on the CPU engine beside them
     (:func:`_shared_aligner`). ``gpu_profile``
     gets the GPU alignments' phase sums, the score launches and their seconds, the cells they
     swept, the rounds, the wall seconds of the rounds' score and alignment phases, and how
@@ -731,7 +732,8 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     timing: dict = {}
     placed = _place_in_rounds(queries, targets, plans, scheme, scorer,
                               _shared_aligner(align, align_on_cpu, GPU_STREAMS), zdrop, on_cells,
-                              GPU_STREAMS + cpu_aligners(), before_alignments=share, timing=timing)
+                              GPU_STREAMS + cpu_aligners(threads), before_alignments=share,
+                              timing=timing)
     if engine.gpu_profile is not None:
         engine.gpu_profile.update(timing)
         for profile in profiles:
