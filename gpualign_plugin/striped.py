@@ -451,11 +451,8 @@ def _striped_reporting(stripe, walk, matrix, gap_open, gap_extend, mode, transpo
         stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
     P, K = len(stripe), len(walk)
     group = max(1, REPORT_CELLS // P)
-    for k_end in range(min(group, K), K + group, group):
-        k_end = min(k_end, K)
-        done = int(position[0])
-        if k_end <= done:
-            break
+    for done in range(0, K, group):
+        k_end = min(done + group, K)
         profile = _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
                            local, seg_len, H, G, carry, profile, H16, G16, carry16, profile16,
                            track, position)

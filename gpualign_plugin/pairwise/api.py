@@ -1,9 +1,11 @@
 """Pairwise alignment's entry point: records on one or both strands, on the CPU or the GPU.
 
-:func:`align_records` is what ``gpualign pairwise`` runs: for each (query, target)
-pair and each strand asked for, one exact alignment (:func:`align_sequences`);
-alignments scoring below ``min_score`` are dropped; the rest are placed (primary /
-secondary, MAPQ) by :func:`gpualign_plugin.pairwise.placement.place`. The engines
+``gpualign pairwise`` runs :func:`place_local` in its default local mode (every
+significant local alignment of each query, placed) and :func:`align_records` in the
+global and semiglobal modes: for each (query, target) pair and each strand asked for,
+one exact alignment (:func:`align_sequences`); alignments scoring below ``min_score``
+are dropped; the rest are placed (primary / secondary, MAPQ) by
+:func:`gpualign_plugin.pairwise.placement.place`. The engines
 (:mod:`~gpualign_plugin.pairwise.cpu`, :mod:`~gpualign_plugin.pairwise.gpu`) take
 encoded arrays; this module chooses between them.
 """
@@ -19,8 +21,8 @@ from gpualign_plugin.pairwise.cpu import MODES, align_pair, score_pair, score_pa
 from gpualign_plugin.pairwise.placement import place, place_local, strand_signs
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 
-__all__ = ["MODES", "align_pair", "align_pair_on", "align_records", "align_sequences", "gpu_accepts",
-           "place_local", "score_pair", "score_pair_on", "score_pair_tiled", "strand_signs"]
+__all__ = ["MODES", "align_pair", "align_pair_on", "align_records", "align_sequences", "alignment_of",
+           "gpu_accepts", "place_local", "score_pair", "score_pair_on", "score_pair_tiled", "strand_signs"]
 
 
 def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,

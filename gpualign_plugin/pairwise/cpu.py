@@ -56,7 +56,7 @@ below it the row kernel's lower fixed cost wins (100 x 100: 15-18 us either way)
 
 
 def _score(q, t, matrix, scheme, mode_code, progress=None) -> PairScore:
-    if min(len(q), len(t)) > 0 and len(q) * len(t) >= STRIPED_MIN_CELLS:
+    if len(q) * len(t) >= STRIPED_MIN_CELLS:
         return PairScore(*striped_score(q, t, matrix, scheme.gap_open, scheme.gap_extend,
                                         mode_code, progress))
     # Rows run over the longer sequence so that the row buffers are O(min(m, n)).

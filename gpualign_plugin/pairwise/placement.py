@@ -644,15 +644,15 @@ def _plan(query: Sequence, targets: list[Sequence], scheme: ScoringScheme, stran
     # Spouge's correction uses the subject's length; otherwise one length stands for all.
     lengths = sorted({len(t) for t in targets}) if parameters.spouge is not None else [None]
 
-    def significant(score: int, t_index: int) -> bool:
+    def significant_on(score: int, length: int | None) -> bool:
         return score >= min_score and \
-            parameters.evalue(score, len(query), *database, len(targets[t_index])) <= evalue
-
-    def significant_on(length):
-        return lambda score: score >= min_score and \
             parameters.evalue(score, len(query), *database, length) <= evalue
 
-    floor = min(significance_floor(significant_on(n), best * len(query)) for n in lengths)
+    def significant(score: int, t_index: int) -> bool:
+        return significant_on(score, len(targets[t_index]))
+
+    floor = min(significance_floor(lambda score, n=n: significant_on(score, n), best * len(query))
+                for n in lengths)
     return floor, _place_query(query, targets, strand_list, significant, floor, parameters, database)
 
 
