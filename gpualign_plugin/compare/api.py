@@ -54,7 +54,7 @@ Conventions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -195,7 +195,7 @@ class Difference:
         ``'-'`` when the event's contig bases read the reverse complement of its reference
         bases relative to their surroundings (an inversion), else ``'+'``.
     region : str
-        The region in which it was seen (the home region of the contig).
+        The region in which it was seen.
     aligned_by : str
         The region aligning the event's bases (inversions, relocations, translocations),
         else ``''``.
@@ -387,7 +387,7 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     rank = {t.id: k for k, t in enumerate(targets)}
     comparison.blocks = sorted(work.blocks, key=lambda b: (rank[b.target_id], b.target_start,
                                                            b.target_end, b.query_id, b.query_start))
-    comparison.differences = [_renumber(d, k) for k, d in enumerate(sorted(
+    comparison.differences = [replace(d, id=f"E{k}") for k, d in enumerate(sorted(
         work.events, key=lambda d: (rank[d.target_id], d.target_start, d.target_end, d.query_id,
                                     d.query_start, EVENT_KINDS.index(d.kind))), start=1)]
     comparison.variants = sorted(
@@ -438,12 +438,6 @@ def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float) -> list[Alig
                 best.target_end, start + best.query_start, start + best.query_end,
                 Cigar.from_runs(runs if best.strand == "+" else runs[::-1])))
     return copies
-
-
-def _renumber(difference: Difference, number: int) -> Difference:
-    values = dict(difference.__dict__)
-    values["id"] = f"E{number}"
-    return Difference(**values)
 
 
 def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
@@ -732,9 +726,7 @@ class _Work:
                     and event.target_id == region.target_id
                     and min(qe, event.query_end) - max(qs, event.query_start)
                     >= min(self.min_event, event.query_span)):
-                values = dict(event.__dict__)
-                values["inserted_at"] = ts
-                self.events[k] = Difference(**values)
+                self.events[k] = replace(event, inserted_at=ts)
 
     def _inversion_or_replacement(self, region, query_left, target_left) -> None:
         qs, qe, _ = query_left

@@ -61,12 +61,7 @@ def throughput(snakemake):
         rows.append([job, stats["command"], stats["engine"], stats["device"], stats["threads"],
                      stats["cells"], f"{stats['seconds']:.3f}", f"{stats['gcups']:.4f}",
                      stats["peak_gpu_memory_bytes"]])
-    with atomic_text(snakemake.output.tsv) as handle:
-        handle.write("\t".join(THROUGHPUT_COLUMNS) + "\n")
-        for row in rows:
-            handle.write("\t".join(str(value) for value in row) + "\n")
-    with atomic_text(snakemake.output.html) as handle:
-        handle.write(html_table("Throughput of each alignment job", THROUGHPUT_COLUMNS, rows))
+    write_table(snakemake, "Throughput of each alignment job", THROUGHPUT_COLUMNS, rows)
 
 
 def identity(snakemake):
