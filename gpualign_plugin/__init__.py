@@ -70,15 +70,4 @@ class _Facade(types.ModuleType):
 sys.modules[__name__].__class__ = _Facade
 
 
-__all__ = [
-    "__version__", "align3", "align3_score", "align_batch", "align_batch_gpu", "align_pair",
-    "align_sequences", "Alignment",
-    "BackendUnavailable", "Cigar", "compare_genomes", "Difference", "DNA", "Fold", "fold", "fold_many",
-    "GenomeComparison", "Hit", "InputError", "iter_fasta", "merge_bams", "MultipleAlignment",
-    "PairAlignment", "PairScore", "place", "place_local", "PlantedEvent", "PROTEIN", "read_fasta", "read_maf",
-    "read_paf", "Region", "score_batch", "score_database", "score_pair", "score_pair_tiled",
-    "ScoringScheme", "search", "SearchResult", "Sequence", "simulate_genome",
-    "SimulationParameters", "syntenic", "syntenic_align", "syntenic_score", "SyntenicAlignment",
-    "SyntenicBlock", "write_alignments", "write_blast_tab", "write_maf", "write_paf",
-    "write_pairwise_text",
-]
+__all__ = ["__version__", *_WHERE]
