@@ -402,18 +402,20 @@ def _placement_rows(args) -> list[Row]:
             device = f"{device}, {threads} threads"
         rows.append(Row("placement", backend, device, args.placement, seconds, sum(cells),
                         _gpu_memory(backend), f"{kinds[0]} primary, {kinds[1]} supplementary, "
-                        f"{kinds[2]} secondary of {len(contigs)} contigs" + _rounds_summary(profile)))
+                        f"{kinds[2]} secondary of {len(contigs)} contigs" + _placement_summary(profile)))
     _agreement(rows, results)
     return rows
 
 
-def _rounds_summary(profile: dict) -> str:
-    """The GPU placement's phase split from its profile (empty when it ran no rounds)."""
-    if "rounds" not in profile:
+def _placement_summary(profile: dict) -> str:
+    """The GPU placement's phase split from its profile (empty when its driver did not run):
+    seconds in score calls and waiting for alignments only (they overlap the calls)."""
+    if "score_calls" not in profile:
         return ""
-    return (f"; {profile['rounds']} rounds: score launches {profile['rounds_score_s']:.2f} s "
-            f"({profile['swept_cells']:.4g} swept cells), alignments {profile['rounds_align_s']:.2f} s "
-            f"({profile['cpu_alignments']} of {profile['alignments']} on CPU threads)")
+    return (f"; {profile['score_calls']} score calls {profile['score_wait_s']:.2f} s "
+            f"({profile['swept_cells']:.4g} swept cells), waiting for alignments only "
+            f"{profile['align_wait_s']:.2f} s ({profile['cpu_alignments']} of {profile['alignments']} "
+            f"on CPU threads)")
 
 
 def _cpu_threads(requested: int) -> int:

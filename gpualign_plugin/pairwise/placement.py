@@ -14,7 +14,7 @@ import heapq
 import math
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Callable, Iterable
 from typing import Sequence as Ordered
 
@@ -265,7 +265,7 @@ placement", has the measurements)."""
 
 def cpu_aligners(threads: int | None) -> int:
     """Host threads that align windows on the CPU engine beside the :data:`GPU_STREAMS` GPU
-    ones in the GPU engine's rounds: half the CPU threads ``threads`` allows
+    ones in the GPU engine's placement driver: half the CPU threads ``threads`` allows
     (:func:`~gpualign_plugin.pairwise.cpu.thread_count`; the other half for the GPU threads'
     host walks), none on one thread. One CPU alignment of a contig-sized window (about 0.7 s
     for 14 kbp x 20 kbp on one core) takes about as long as one of 16 concurrent GPU
@@ -294,20 +294,25 @@ def _shared_aligner(gpu_align: Callable, cpu_align: Callable, gpu_threads: int) 
 
 
 SLICE_SPAN_RATIO = 8
-"""In the rounds driver (both engines), a target slice scored for a segment is at least this many times the longest
+"""In the placement driver (both engines), a target slice scored for a segment is at least this many times the longest
 span of a significant alignment of the segment (so the slices' overlap costs at most 1/8)."""
 
 SLICE_MIN_COLUMNS = 16384
-"""In the rounds driver, no target slice is cut shorter than this (a GPU strip over it takes
+"""In the placement driver, no target slice is cut shorter than this (a GPU strip over it takes
 milliseconds; more slices would only add host work)."""
 
 SLICE_WAVES = 16
-"""In the rounds driver, target slices are cut short enough that a round's score passes give
+"""In the placement driver, target slices are cut short enough that a score call's passes give
 about this many waves of 512-row strips over the resident warps (so the last, partly idle wave
 is short; the CPU engine's figure of warps is :data:`~gpualign_plugin.pairwise.cpu.WARPS_PER_THREAD`).
 The first passes' slices are also what later passes are pruned to (:class:`_SliceScores`):
 on issue 11's shape, 16 waves give 1.05e13 swept cells in all against 1.15e13 with 4
 (``scripts/placement-prune-count``); unpruned, 16 and 4 waves took the same time on an H100."""
+
+LAUNCH_CELLS = 2**41
+"""Most DP cells of one GPU score call of the placement driver (about a second on an H100 or
+H200), unless one query's passes need more: the first passes of many contigs are scored in
+several calls, so the alignments of the longest contigs start while the rest are scored."""
 
 
 def significance_floor(significant: Callable[[int], bool], most: int) -> int:
@@ -672,7 +677,7 @@ class _Aligns:
 
 def _run_one(query: Sequence, targets: list[Sequence], steps, engine: _Engine, zdrop: float):
     """Drive one query's placement (:func:`_place_query`) in ``engine``'s GPU session, one
-    request at a time (the records of :func:`_place_in_rounds`)."""
+    request at a time (the records of :func:`_place_together`)."""
     reply = None
     while True:
         try:
@@ -687,39 +692,38 @@ def _run_one(query: Sequence, targets: list[Sequence], steps, engine: _Engine, z
 
 def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list, engine: _Engine,
                   zdrop: float, on_cells, threads: int | None) -> list[Alignment]:
-    """:func:`place_local` on the GPU: :func:`_place_in_rounds` with a
+    """:func:`place_local` on the GPU: :func:`_place_together` with a
     :class:`~gpualign_plugin.pairwise.gpu.PairScorer` for the score passes and
     :func:`~gpualign_plugin.pairwise.gpu.align_pair` for the alignments, :data:`GPU_STREAMS`
-    at once, each on its own CUDA stream and planned within an equal share of the memory
-    (or ``--gpu-memory``, if smaller) without the process-wide pool limit, and
-    :func:`cpu_aligners` (of ``threads``) more threads aligning on the CPU engine beside them
-    (:func:`_shared_aligner`). ``gpu_profile``
+    at once, each on its own CUDA stream, and :func:`cpu_aligners` (of ``threads``) more
+    threads aligning on the CPU engine beside them (:func:`_shared_aligner`); score launches
+    and alignments overlap. Memory: :data:`~gpualign_plugin.pairwise.gpu.DEFAULT_MEMORY_FRACTION`
+    of the free memory, half for the score launches and half shared equally by the streams
+    (each part at most ``--gpu-memory``), without the process-wide pool limit. ``gpu_profile``
     gets the GPU alignments' phase sums, the score launches and their seconds, the cells they
-    swept, the rounds, the wall seconds of the rounds' score and alignment phases, and how
-    many alignments ran (``alignments``), of them on the CPU (``cpu_alignments``)."""
+    swept, the driver's timing (:func:`_place_together`), and how many alignments ran
+    (``alignments``), of them on the CPU (``cpu_alignments``)."""
     import cupy
 
     from gpualign_plugin.runtime.kernels import free_bytes
 
     gpu, scheme, device = engine.gpu, engine.scheme, engine.device
-    scorer = gpu.PairScorer([t.codes for t in targets], scheme, device, engine.gpu_memory)
+    with cupy.cuda.Device(device):
+        half = int(free_bytes() * gpu.DEFAULT_MEMORY_FRACTION) // 2
+    limit = engine.gpu_memory if engine.gpu_memory is not None else half
+    scorer = gpu.PairScorer([t.codes for t in targets], scheme, device, min(limit, half))
+    budget = min(limit, half // GPU_STREAMS)
     if engine.on_progress is not None:
         scorer = _CountedScorer(scorer, engine.on_progress)
     profiles: list[dict] = []
     on_gpu: list = []  # the cells of each window aligned on the GPU
     on_cpu: list = []  # and on the CPU
-    budget = [0]
-
-    def share(count: int) -> None:
-        with cupy.cuda.Device(device):
-            equal = int(free_bytes() * gpu.DEFAULT_MEMORY_FRACTION) // min(count, GPU_STREAMS)
-        budget[0] = equal if engine.gpu_memory is None else min(engine.gpu_memory, equal)
 
     def align(q: np.ndarray, t: np.ndarray):
         on_gpu.append(len(q) * len(t))
         profile = {} if engine.gpu_profile is not None else None
         with cupy.cuda.Device(device), cupy.cuda.Stream(non_blocking=True):
-            pair = gpu.align_pair(q, t, scheme, "local", device, memory_budget=budget[0],
+            pair = gpu.align_pair(q, t, scheme, "local", device, memory_budget=budget,
                                   profile=profile, limit_pool=False, progress=engine.on_progress)
         if profile:
             profiles.append(profile)
@@ -730,10 +734,10 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
         return engine.cpu.align_pair(q, t, scheme, "local", threads=1, progress=engine.on_progress)
 
     timing: dict = {}
-    placed = _place_in_rounds(queries, targets, plans, scheme, scorer,
-                              _shared_aligner(align, align_on_cpu, GPU_STREAMS), zdrop, on_cells,
-                              GPU_STREAMS + cpu_aligners(threads), before_alignments=share,
-                              timing=timing)
+    placed = _place_together(queries, targets, plans, scheme, scorer,
+                             _shared_aligner(align, align_on_cpu, GPU_STREAMS), zdrop, on_cells,
+                             GPU_STREAMS + cpu_aligners(threads), overlap=True,
+                             launch_cells=LAUNCH_CELLS, timing=timing)
     if engine.gpu_profile is not None:
         engine.gpu_profile.update(timing)
         for profile in profiles:
@@ -747,7 +751,8 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
 def _place_on_cpu(queries: list[Sequence], targets: list[Sequence], plans: list,
                   scheme: ScoringScheme, threads: int | None, zdrop: float, on_cells,
                   on_progress: Callable[[int], None] | None) -> list[Alignment]:
-    """:func:`place_local` on the CPU: :func:`_place_in_rounds` with a
+    """:func:`place_local` on the CPU: :func:`_place_together` (score calls only while no
+    alignment runs) with a
     :class:`~gpualign_plugin.pairwise.cpu.PairScorer` for the score passes and
     :func:`~gpualign_plugin.pairwise.cpu.align_pair` for the alignments, each pass and
     alignment on one core, ``threads`` (:func:`~gpualign_plugin.pairwise.cpu.thread_count`)
@@ -760,8 +765,8 @@ def _place_on_cpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     def align(q: np.ndarray, t: np.ndarray):
         return cpu.align_pair(q, t, scheme, "local", threads=1, progress=on_progress)
 
-    return _place_in_rounds(queries, targets, plans, scheme, scorer, align, zdrop, on_cells,
-                            scorer.threads)
+    return _place_together(queries, targets, plans, scheme, scorer, align, zdrop, on_cells,
+                           scorer.threads)
 
 
 class _CountedScorer:
@@ -783,34 +788,45 @@ class _CountedScorer:
         return found
 
 
-def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: list,
-                     scheme: ScoringScheme, scorer, align: Callable, zdrop: float, on_cells,
-                     workers: int, before_alignments: Callable[[int], None] | None = None,
-                     timing: dict | None = None, prune: bool = True) -> list[Alignment]:
-    """All queries' placements (:func:`_place_query`) advanced together, in rounds.
+def _place_together(queries: list[Sequence], targets: list[Sequence], plans: list,
+                    scheme: ScoringScheme, scorer, align: Callable, zdrop: float, on_cells,
+                    workers: int, overlap: bool = False, launch_cells: int | None = None,
+                    timing: dict | None = None, prune: bool = True) -> list[Alignment]:
+    """All queries' placements (:func:`_place_query`) advanced together.
 
-    Each round gathers every query's pending request: all score passes go to one
-    ``scorer.score`` call through :func:`score_above_floor` (exact at and above each
-    query's significance floor, which is all the placement reads); all alignments run
-    ``workers`` at once, each ``align(q, t)`` (a :class:`PairAlignment` of oriented
-    codes) in the window of :func:`window_start`. With ``prune`` (the default), a pass of
-    a segment's sub-interval (a segment left or right of a piece, a piece's second-best
-    pass) runs only on the slices of the segment's own pass that reached the floor
-    (:class:`_SliceScores`); ``prune=False`` cuts every pass afresh (the same records,
-    more cells: for measuring what pruning saves). ``plans`` are ``(floor, generator)``
-    per query. The records are those of each generator driven alone (:func:`_run_one`), query after query;
-    ``on_cells`` gets each query's score-pass cells when it is done; ``before_alignments``
-    (if given) is called with a round's number of alignments before they start;
-    ``timing`` (if given) gets ``rounds``, ``rounds_score_s`` and ``rounds_align_s``.
+    Each query's generator is sent the replies to its request as soon as they are all in,
+    and its next request joins the others: score passes wait for the next ``scorer.score``
+    call, which takes the waiting passes of every query through :func:`score_above_floor`
+    (exact at and above each query's significance floor, which is all the placement reads),
+    the longest queries first and, with ``launch_cells``, only as many queries as fit that
+    many cells (at least one); alignments go to a pool of ``workers`` threads, each
+    ``align(q, t)`` (a :class:`PairAlignment` of oriented codes) in the window of
+    :func:`window_start`. With ``overlap``, a score call starts whenever passes wait, while
+    alignments run (the GPU engine: the launches fill the device between the latency-bound
+    alignments); without, only when no alignment is running, so that the scorer's threads
+    and the pool's never run at once (the CPU engine: ``--threads`` cores in all). With
+    ``prune`` (the default), a pass of a segment's sub-interval (a segment left or right of
+    a piece, a piece's second-best pass) runs only on the slices of the segment's own pass
+    that reached the floor (:class:`_SliceScores`); ``prune=False`` cuts every pass afresh
+    (the same records, more cells: for measuring what pruning saves). ``plans`` are
+    ``(floor, generator)`` per query.
+
+    The records are those of each generator driven alone (:func:`_run_one`), query after
+    query, whatever the order of the calls: a generator sees only its own replies, and
+    those do not depend on what else was scored or aligned at the time. ``on_cells`` gets
+    each query's score-pass cells when it is done; ``timing`` (if given) gets
+    ``score_calls``, ``score_wait_s`` (seconds in score calls) and ``align_wait_s``
+    (seconds waiting for alignments only).
     """
-    clock = {"rounds": 0, "rounds_score_s": 0.0, "rounds_align_s": 0.0}
+    clock = {"score_calls": 0, "score_wait_s": 0.0, "align_wait_s": 0.0}
     known = _SliceScores()
     floors = [floor for floor, _ in plans]
     runs = [run for _, run in plans]
-    replies: list = [None] * len(queries)
     results: list = [None] * len(queries)
     cells = [0] * len(queries)
-    active = list(range(len(queries)))
+    waiting: dict = {}  # query -> its _Scores request, in the order they came
+    pieces: dict = {}  # query -> its alignments' replies so far
+    running: dict = {}  # future -> (query, index of its ask)
 
     def aligned(item) -> Alignment | None:
         k, where, end = item
@@ -820,45 +836,78 @@ def _place_in_rounds(queries: list[Sequence], targets: list[Sequence], plans: li
         pair = align(q, t)
         return None if pair.score <= 0 else cut_alignment(pair, q, t, scheme, zdrop, query, target, where)
 
+    def advance(k: int, reply, pool) -> None:
+        try:
+            ask = runs[k].send(reply)
+        except StopIteration as done:
+            results[k] = done.value
+            if on_cells is not None:
+                on_cells(cells[k])
+            return
+        if isinstance(ask, _Scores):
+            waiting[k] = ask
+            return
+        if not ask.asks:
+            advance(k, [], pool)
+            return
+        pieces[k] = [None] * len(ask.asks)
+        for index, (where, end) in enumerate(ask.asks):
+            running[pool.submit(aligned, (k, where, end))] = (k, index)
+
+    def collect(done, pool) -> None:
+        for future in done:
+            k, index = running.pop(future)
+            pieces[k][index] = future.result()
+            if all(f_k != k for f_k, _ in running.values()):
+                advance(k, pieces.pop(k), pool)
+
+    def next_call() -> list[int]:
+        order = sorted(waiting, key=lambda k: -len(queries[k]))
+        chosen, total = [], 0
+        for k in order:
+            size = sum((w.q1 - w.q0) * (w.t1 - w.t0) for w in waiting[k].slices)
+            if chosen and launch_cells is not None and total + size > launch_cells:
+                break
+            chosen.append(k)
+            total += size
+        return chosen
+
+    def score(chosen: list[int], pool) -> None:
+        segments: dict = {}  # one oriented array per segment, so the scorer uploads it once
+        requests, owners, within = [], [], []
+        for k in chosen:
+            for where in waiting[k].slices:
+                key = (k, where.q0, where.q1, where.strand)
+                if key not in segments:
+                    segments[key] = _oriented(queries[k], where)
+                requests.append((segments[key], where.t_index, where.t0, where.t1, floors[k]))
+                owners.append((k, where))
+                within.append(known.within(k, where, floors[k]) if prune else None)
+                cells[k] += (where.q1 - where.q0) * (where.t1 - where.t0)
+        started = time.perf_counter()
+        found, scored = score_above_floor(scorer, requests, scheme, within) if requests else ([], [])
+        clock["score_calls"] += 1
+        clock["score_wait_s"] += time.perf_counter() - started
+        replies: dict = {k: [] for k in chosen}
+        for (k, where), end, slices in zip(owners, found, scored):
+            replies[k].append(end)
+            known.record(k, where, len(targets[where.t_index]), slices)
+        for k in chosen:
+            del waiting[k]
+            advance(k, replies[k], pool)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        while active:
-            asks = {}
-            for k in active:
-                try:
-                    asks[k] = runs[k].send(replies[k])
-                except StopIteration as done:
-                    results[k] = done.value
-                    if on_cells is not None:
-                        on_cells(cells[k])
-            active = [k for k in active if k in asks]
-            segments: dict = {}  # one oriented array per segment, so the scorer uploads it once
-            requests, owners, within = [], [], []
-            for k in active:
-                if isinstance(asks[k], _Scores):
-                    for where in asks[k].slices:
-                        key = (k, where.q0, where.q1, where.strand)
-                        if key not in segments:
-                            segments[key] = _oriented(queries[k], where)
-                        requests.append((segments[key], where.t_index, where.t0, where.t1, floors[k]))
-                        owners.append((k, where))
-                        within.append(known.within(k, where, floors[k]) if prune else None)
-                        cells[k] += (where.q1 - where.q0) * (where.t1 - where.t0)
-            started = time.perf_counter()
-            replies = [[] for _ in queries]
-            found, scored = score_above_floor(scorer, requests, scheme, within) if requests else ([], [])
-            for (k, where), end, slices in zip(owners, found, scored):
-                replies[k].append(end)
-                known.record(k, where, len(targets[where.t_index]), slices)
-            scored = time.perf_counter()
-            alignments = [(k, where, end) for k in active if isinstance(asks[k], _Aligns)
-                          for where, end in asks[k].asks]
-            if alignments and before_alignments is not None:
-                before_alignments(len(alignments))
-            for (k, _, _), piece in zip(alignments, pool.map(aligned, alignments)):
-                replies[k].append(piece)
-            clock["rounds"] += 1 if active else 0
-            clock["rounds_score_s"] += scored - started
-            clock["rounds_align_s"] += time.perf_counter() - scored
+        for k in range(len(queries)):
+            advance(k, None, pool)
+        while waiting or running:
+            collect([future for future in running if future.done()], pool)
+            if waiting and (overlap or not running):
+                score(next_call(), pool)
+            elif running:
+                started = time.perf_counter()
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                clock["align_wait_s"] += time.perf_counter() - started
+                collect(done, pool)
     if timing is not None:
         timing.update(clock)
     return [record for found in results for record in found]

@@ -81,7 +81,7 @@ def test_gpu_rounds_on_sliced_targets_equal_the_cpu_records(seed, monkeypatch):
     from gpualign_plugin.pairwise import cpu as cpu_engine
 
     asked = []
-    placement._place_in_rounds(
+    placement._place_together(
         queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME,
         _CpuPairScorer(targets), lambda q, t: asked.append(1) or cpu_engine.align_pair(q, t, SCHEME, "local"),
         placement.ZDROP_BITS * math.log(2) / PARAMETERS.lam, None, workers=2)

@@ -1,4 +1,4 @@
-"""Local placement in rounds (the driver of both engines) and its two shortcuts, checked on the CPU.
+"""Local placement's driver (of both engines) and its two shortcuts, checked on the CPU.
 
 The engines score many pairs at once, slicing long targets (exact at and above the
 significance floor) and aligning each best candidate in a bounded target window. Here the
@@ -103,13 +103,13 @@ def _plans(queries, targets, scheme, parameters, strands):
     return [placement._plan(query, targets, scheme, strands, parameters, 1e-5, 1) for query in queries]
 
 
-def _rounds(queries, targets, zdrop_bits, prune, scorer=None):
-    """The rounds driver on the CPU (DNA scheme, both strands): records and the scorer."""
+def _rounds(queries, targets, zdrop_bits, prune, scorer=None, **options):
+    """The placement driver on the CPU (DNA scheme, both strands): records and the scorer."""
     scorer = scorer or _CpuPairScorer(targets)
-    placed = placement._place_in_rounds(
+    placed = placement._place_together(
         queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME, scorer,
         lambda q, t: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
-        None, workers=2, prune=prune)
+        None, workers=2, prune=prune, **options)
     return placed, scorer
 
 
@@ -126,7 +126,7 @@ def test_rounds_with_sliced_scores_and_windowed_alignments_give_the_cpu_records(
     cells, reports = [], []
     # The GPU engine's progress: each score call's cells, through the wrapper place_local uses.
     counted = placement._CountedScorer(scorer, reports.append)
-    placed = placement._place_in_rounds(
+    placed = placement._place_together(
         queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME, counted,
         lambda q, t: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
         cells.append, workers=2)
@@ -186,6 +186,28 @@ def test_pruned_rounds_equal_the_cpu_engine_and_the_oracle_on_copies_and_zdrop_p
     assert scorer.cells < full.cells
 
 
+@pytest.mark.parametrize("launch_cells", [1, 200_000, None])
+@pytest.mark.parametrize("seed", range(2))
+def test_overlapping_score_calls_and_alignments_give_the_cpu_records(seed, launch_cells, monkeypatch):
+    """The GPU engine's driver policy: a score call whenever passes wait, alongside running
+    alignments, at most ``launch_cells`` cells a call (1: one query a call). Calls and
+    alignments interleave in another order; each query's records do not change."""
+    queries, targets = _stress_case(seed)
+    encoded_q = [SCHEME.encode(*q) for q in queries]
+    encoded_t = [SCHEME.encode(*t) for t in targets]
+    expected = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=12.0)
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    timing: dict = {}
+    placed, _ = _rounds(encoded_q, encoded_t, 12.0, prune=True, overlap=True, launch_cells=launch_cells,
+                        timing=timing)
+    assert placed == expected
+    one_call: dict = {}
+    _rounds(encoded_q, encoded_t, 12.0, prune=True, timing=one_call)
+    # A cap of one cell scores one query's passes a call: more calls than without a cap.
+    assert launch_cells != 1 or timing["score_calls"] > one_call["score_calls"]
+
+
 def test_slices_cover_every_interval_of_the_span():
     rng = np.random.default_rng(5)
     for _ in range(300):
@@ -233,7 +255,7 @@ def test_rounds_on_protein_targets_of_different_lengths_give_the_cpu_records(mon
             return [cpu.score_pair(q, self.targets[t].codes[t0:t1], scheme, "local") for q, t, t0, t1 in pairs]
 
     scorer = Scorer(targets)
-    placed = placement._place_in_rounds(
+    placed = placement._place_together(
         queries, targets, plans, scheme, scorer, lambda q, t: cpu.align_pair(q, t, scheme, "local"),
         placement.ZDROP_BITS * math.log(2) / parameters.lam, None, workers=2)
     assert placed == expected and {a.query_id for a in placed} == {"two", "shared"}
@@ -280,7 +302,7 @@ def test_rounds_with_alignments_shared_by_two_engines_give_the_cpu_records(monke
             return cpu.align_pair(q, t, SCHEME, "local")
         return align
 
-    placed = placement._place_in_rounds(
+    placed = placement._place_together(
         queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME,
         _CpuPairScorer(targets), placement._shared_aligner(engine("gpu"), engine("cpu"), 1),
         12.0 * math.log(2) / PARAMETERS.lam, None, workers=3)
@@ -305,7 +327,7 @@ def test_pruned_rounds_on_the_oracle_cases_give_the_cpu_records(seed, monkeypatc
 
 @pytest.mark.parametrize("case", ["stress", "oracle"])
 def test_cpu_engine_on_two_and_four_threads_equals_one_thread_and_the_oracle(case, monkeypatch):
-    """The CPU engine scores a round's passes and aligns its windows on a pool of ``threads``
+    """The CPU engine scores a call's passes and aligns its windows on a pool of ``threads``
     workers: 2 and 4 workers give one worker's records, which are the oracle's; the cells that
     progress reports (from the workers) do not depend on the workers either."""
     from test_placement import placement_case
@@ -325,6 +347,7 @@ def test_cpu_engine_on_two_and_four_threads_equals_one_thread_and_the_oracle(cas
         progress, per_query = [], []
         placed = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=zdrop_bits,
                              threads=threads, on_progress=progress.append, on_cells=per_query.append)
-        runs[threads] = placed, sum(progress), per_query
+        # Queries finish in an order that depends on the workers; each one's cells do not.
+        runs[threads] = placed, sum(progress), sorted(per_query)
     assert _records(runs[1][0]) == oracle and len(oracle) > len(queries) // 2
     assert runs[2] == runs[1] and runs[4] == runs[1]
