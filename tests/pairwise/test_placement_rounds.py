@@ -186,18 +186,24 @@ def test_pruned_rounds_equal_the_cpu_engine_and_the_oracle_on_copies_and_zdrop_p
     assert scorer.cells < full.cells
 
 
+def _finely_sliced(queries, targets, monkeypatch):
+    """Encoded ``queries`` and ``targets`` and the CPU engine's placement (Z-drop 12 bits); from
+    then on the driver cuts target slices as finely as allowed."""
+    encoded_q = [SCHEME.encode(*q) for q in queries]
+    encoded_t = [SCHEME.encode(*t) for t in targets]
+    expected = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=12.0)
+    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
+    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    return encoded_q, encoded_t, expected
+
+
 @pytest.mark.parametrize("launch_cells", [1, 200_000, None])
 @pytest.mark.parametrize("seed", range(2))
 def test_overlapping_score_calls_and_alignments_give_the_cpu_records(seed, launch_cells, monkeypatch):
     """The GPU engine's driver policy: a score call whenever passes wait, alongside running
     alignments, at most ``launch_cells`` cells a call (1: one query a call). Calls and
     alignments interleave in another order; each query's records do not change."""
-    queries, targets = _stress_case(seed)
-    encoded_q = [SCHEME.encode(*q) for q in queries]
-    encoded_t = [SCHEME.encode(*t) for t in targets]
-    expected = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=12.0)
-    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
-    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    encoded_q, encoded_t, expected = _finely_sliced(*_stress_case(seed), monkeypatch)
     timing: dict = {}
     placed, _ = _rounds(encoded_q, encoded_t, 12.0, prune=True, overlap=True, launch_cells=launch_cells,
                         timing=timing)
@@ -314,12 +320,7 @@ def test_pruned_rounds_on_the_oracle_cases_give_the_cpu_records(seed, monkeypatc
     """The random cases of the oracle test (test_placement.py), sliced as finely as allowed."""
     from test_placement import placement_case
 
-    queries, targets = placement_case(seed)
-    encoded_q = [SCHEME.encode(*q) for q in queries]
-    encoded_t = [SCHEME.encode(*t) for t in targets]
-    expected = place_local(encoded_q, encoded_t, SCHEME, backend="cpu", zdrop_bits=12.0)
-    monkeypatch.setattr(placement, "SLICE_SPAN_RATIO", 2)
-    monkeypatch.setattr(placement, "SLICE_MIN_COLUMNS", 1)
+    encoded_q, encoded_t, expected = _finely_sliced(*placement_case(seed), monkeypatch)
     pruned, scorer = _rounds(encoded_q, encoded_t, 12.0, prune=True)
     unpruned, full = _rounds(encoded_q, encoded_t, 12.0, prune=False)
     assert pruned == expected == unpruned and scorer.cells < full.cells
