@@ -495,21 +495,25 @@ class _Engine:
         """The Z-drop-cut optimal local alignment in ``where`` (its score pass gave ``end``) as an
         :class:`Alignment`, or None; aligned in the window of :func:`window_start` unless the
         session kept ``where``'s own score pass."""
-        target = targets[where.t_index]
         if where not in self.session.kept:
             where = _window(where, end, self.scheme)
-        q = _oriented(query, where)
-        t = target.codes[where.t0:where.t1]
-        pair = self.session.align(where, q, t)
-        if pair.score <= 0:
-            return None
-        return cut_alignment(pair, q, t, self.scheme, zdrop, query, target, where)
+        return _align_cut(query, targets[where.t_index], where,
+                          lambda q, t: self.session.align(where, q, t), self.scheme, zdrop)
 
 
 def _oriented(query: Sequence, where: _Slice) -> np.ndarray:
     """Codes of the query segment of ``where``, reverse-complemented on ``'-'``."""
     piece = query.codes[where.q0:where.q1]
     return reverse_complement_codes(piece) if where.strand == "-" else piece
+
+
+def _align_cut(query: Sequence, target: Sequence, where: _Slice, align: Callable,
+               scheme: ScoringScheme, zdrop: float) -> Alignment | None:
+    """``align(q, t)`` (a :class:`PairAlignment`) of the oriented query segment and the target
+    columns of ``where``, cut by :func:`cut_alignment`; None when its score is not positive."""
+    q, t = _oriented(query, where), target.codes[where.t0:where.t1]
+    pair = align(q, t)
+    return None if pair.score <= 0 else cut_alignment(pair, q, t, scheme, zdrop, query, target, where)
 
 
 def cut_alignment(pair, q: np.ndarray, t: np.ndarray, scheme: ScoringScheme, zdrop: float,
@@ -830,11 +834,8 @@ def _place_together(queries: list[Sequence], targets: list[Sequence], plans: lis
 
     def aligned(item) -> Alignment | None:
         k, where, end = item
-        query, target = queries[k], targets[where.t_index]
-        where = _window(where, end, scheme)
-        q, t = _oriented(query, where), target.codes[where.t0:where.t1]
-        pair = align(q, t)
-        return None if pair.score <= 0 else cut_alignment(pair, q, t, scheme, zdrop, query, target, where)
+        return _align_cut(queries[k], targets[where.t_index], _window(where, end, scheme), align,
+                          scheme, zdrop)
 
     def advance(k: int, reply, pool) -> None:
         try:
