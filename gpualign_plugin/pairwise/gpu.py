@@ -277,15 +277,31 @@ class _Sweep:
         """The end cell from phase 1's per-strip bests (local) or last row (global, semiglobal)."""
         if self.local:
             rows = best.get().reshape(-1, 3).astype(np.int64)
-            order = np.lexsort((rows[:, 2], rows[:, 1], -rows[:, 0]))
-            score, i, j = (int(x) for x in rows[order[0]])
-            return PairScore(score, i, j) if score > 0 else PairScore(0, 0, 0)
+            return local_end_cells(rows, np.array([len(rows)]))[0]
         row = last.get()
         row[0] = self.column0(np.array([self.m]))[0]
         if self.mode == "global":
             return PairScore(int(row[self.n]), self.m, self.n)
         j = int(np.argmax(row))  # first maximum: the smallest j
         return PairScore(int(row[j]), self.m, j)
+
+
+def local_end_cells(cells: np.ndarray, strips: np.ndarray) -> list[PairScore]:
+    """Per pair, its local end cell from the best cells of its strips: the highest score, then
+    the smallest row, then the smallest column (the "Pairwise" end-cell rule); ``(0, 0, 0)``
+    when no cell is positive.
+
+    ``cells`` are ``(score, row, column)`` rows, one per strip, the pairs' strips one after
+    another; ``strips`` the number of strips of each pair (each at least one).
+    """
+    owner = np.repeat(np.arange(len(strips)), strips)
+    order = np.lexsort((cells[:, 2], cells[:, 1], -cells[:, 0], owner))
+    firsts = np.concatenate(([0], np.cumsum(strips)[:-1]))
+    ends = []
+    for at in firsts:
+        score, i, j = (int(x) for x in cells[order[at]])
+        ends.append(PairScore(score, i, j) if score > 0 else PairScore(0, 0, 0))
+    return ends
 
 
 def accepts(scheme: ScoringScheme) -> bool:
@@ -525,13 +541,8 @@ class PairScorer:
         kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, self.shared_bytes(rows),
                        f"{len(group)} pairs, {total} strips of {strip} rows, widest {longest}")
         self.launches += 1
-        cells = best.get().reshape(-1, 3).astype(np.int64)
-        owner = np.repeat(np.arange(len(group)), counts)
-        # Per pair, the end-cell rule of _Sweep.end_cell: score descending, row, then column ascending.
-        order = np.lexsort((cells[:, 2], cells[:, 1], -cells[:, 0], owner))
-        for k, p in enumerate(group):
-            score, i, j = (int(x) for x in cells[order[first_strip[k]]])
-            results[p] = PairScore(score, i, j) if score > 0 else PairScore(0, 0, 0)
+        for p, end in zip(group, local_end_cells(best.get().reshape(-1, 3).astype(np.int64), counts)):
+            results[p] = end
 
 ALLOC_UNIT = 512
 """CuPy's memory pool rounds every allocation up to a multiple of this many bytes."""

@@ -1,8 +1,10 @@
-"""The GPU alignment's memory planner, on the CPU: plans fit their budget, a too-small budget
-names the smallest that works, and the memory formula adds up the arrays the engine allocates.
+"""The GPU engine's host-side arithmetic, on the CPU: the alignment's memory planner (plans fit
+their budget, a too-small budget names the smallest that works, and the memory formula adds up
+the arrays the engine allocates) and the end-cell rule over the score kernels' strips.
 
 No GPU is needed: :func:`gpualign_plugin.pairwise.gpu.plan_memory` is plain arithmetic
-(the multiprocessor count is an argument; 132 is an H200's, 114 an H100's).
+(the multiprocessor count is an argument; 132 is an H200's, 114 an H100's), and
+:func:`~gpualign_plugin.pairwise.gpu.local_end_cells` works on host arrays.
 """
 
 import argparse
@@ -150,3 +152,18 @@ def test_traceback_cells_of_a_plan(m, n):
     else:
         assert 0 < cells < m * n
         assert cells >= (m // leaf + n // leaf - 1) * leaf * leaf  # every crossed leaf chunk at least
+
+
+def test_local_end_cells_take_the_best_score_then_the_smallest_row_then_column_per_pair():
+    rng = np.random.default_rng(3)
+    strips = rng.integers(1, 6, size=200)
+    cells = np.column_stack([rng.integers(-2, 4, size=strips.sum()), rng.integers(0, 5, size=strips.sum()),
+                             rng.integers(0, 5, size=strips.sum())]).astype(np.int64)
+    ends = gpu.local_end_cells(cells, strips)
+    at = 0
+    for count, end in zip(strips, ends):
+        own = [tuple(int(x) for x in row) for row in cells[at:at + count]]
+        at += count
+        score, i, j = min(own, key=lambda c: (-c[0], c[1], c[2]))
+        assert (end.score, end.query_end, end.target_end) == ((score, i, j) if score > 0 else (0, 0, 0))
+    assert len(ends) == len(strips) and any(end.score == 0 for end in ends)
