@@ -248,9 +248,9 @@ def _scatter(packed, codes, offsets, lane_target, batch_offsets):
 
 
 def pack_targets(queries: list, targets: list, scheme) -> tuple:
-    """Check the score range of a search and pack its ``targets`` for the lane kernels.
+    """Check the score range of a search and pack its ``targets`` for the CPU lane kernel.
 
-    Shared by the CPU and GPU score passes: raises
+    Raises
     :class:`~gpualign_plugin.errors.InputError` when the longest query and target could
     overflow 32-bit scores under ``scheme``, then returns :func:`interleave` of the
     targets with the pad code one past the alphabet (``codes, offsets, widths,

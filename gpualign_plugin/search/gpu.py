@@ -13,7 +13,9 @@ docs/ALGORITHMS.md ("Database search") has the recurrence; docs/GPU.md the desig
 
 **Work items.** The targets are packed exactly as the CPU kernel packs them
 (:func:`gpualign_plugin.search.cpu.interleave`: sorted by length,
-batches of ``LANES`` interleaved residue by residue). A work item is one
+batches of ``LANES`` interleaved residue by residue), but on the device
+(:func:`_pack_on_device`: no compiled host pass, whose first call in a process costs about a
+second). A work item is one
 (query, batch) pair, ``m * width`` cells per lane.
 
 * **Inter-task, 16 bits** (``search_inter16<ROWS16>`` in ``search/search.cu``, the
@@ -85,6 +87,10 @@ PROFILE16_STRIDE = 64 + 8
 """Shorts per letter row of the 16-bit kernel's shared profile (``SEARCH16_STRIDE`` of search.cu)."""
 PAD16 = -16384
 """Profile value of padding in the 16-bit kernel (far below any real score, far from wrapping)."""
+WHOLE_UPLOAD_SHARE = 8
+"""A part is packed from an upload of the whole database when its codes take at most this
+fraction (1/8) of the free device memory: one copy, no gather on the host (a part of a larger
+database uploads only its records)."""
 _SOURCE = "search/search.cu"
 _KERNEL = f"search_inter<{ROWS_PER_THREAD}>"
 
@@ -202,9 +208,12 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     result = np.zeros((len(queries), len(targets)), dtype=np.int32)
     if not queries or not targets:
         return result
-    packed = search_kernels.pack_targets(queries, targets, scheme)
+    scheme.check_score_range(max(len(q) for q in queries), max(len(t) for t in targets))
     lengths = np.array([len(t) for t in targets], dtype=np.int64)
-    part = _Part(*packed, lengths, lambda index: targets[index])
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    flat = np.concatenate([np.ascontiguousarray(t, dtype=np.uint8) for t in targets])
+    part = _pack_on_device(flat, offsets, _batch_rows(np.argsort(lengths, kind="stable")),
+                           scheme.matrix.shape[0], device)
     scores = _scan(queries, part, scheme, device, on_progress, memory_budget, pair_cells, use16)
     used = part.lane_target >= 0
     result[:, part.lane_target[used]] = scores.get()[:, used]
@@ -238,39 +247,26 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
         return [(np.empty(0, np.int32), np.empty(0, np.int64)) for _ in queries]
     lengths = np.diff(offsets)
     scheme.check_score_range(max(len(q) for q in queries), int(lengths[order].max()))
-    n_batches = (len(order) + LANES - 1) // LANES
-    rows = np.full(n_batches * LANES, -1, dtype=np.int64)
-    rows[:len(order)] = order
-    rows = rows.reshape(n_batches, LANES)  # row b: the records of batch b
-    widths = np.empty(n_batches, dtype=np.int64)
-    widths[:-1] = lengths[rows[:-1, -1]]  # sorted by length: a full batch's last record is its longest
-    widths[-1] = lengths[order[-1]]
+    rows = _batch_rows(order)
+    widths = np.where(rows >= 0, lengths[np.maximum(rows, 0)], 0).max(axis=1)
     lock = threading.Lock()
 
     def progress(residues: int, cells: int) -> None:
         with lock:
             on_progress(residues, cells)
 
-    def pack(batches: np.ndarray) -> _Part:
-        records = rows[batches].ravel()
-        return _Part(*search_kernels.interleave_records(codes, offsets, records[records >= 0],
-                                                        scheme.matrix.shape[0]),
-                     lengths, lambda index: codes[offsets[index]:offsets[index + 1]])
-
-    def run(parts: list, device: int) -> list:
+    def run(groups: list, device: int) -> list:
         found = []
-        for part in parts:
+        for group in groups:
+            part = _pack_on_device(codes, offsets, rows[group], scheme.matrix.shape[0], device)
             scores = _scan(queries, part, scheme, device, progress if on_progress else None,
                            memory_budget, pair_cells, use16)
             found.append(_device_top(scores, part.lane_target, top, device))
-            del scores
+            del scores, part
         return found
 
-    # Packing runs here, before the device threads start (Numba's parallel regions are not
-    # to be entered from several threads at once).
-    batches = np.arange(n_batches)
-    jobs = [([pack(group) for group in _parts(batches[k::len(devices)], widths, len(queries),
-                                              memory_budget, device)], device)
+    batches = np.arange(len(rows))
+    jobs = [(_parts(batches[k::len(devices)], widths, len(queries), memory_budget, device), device)
             for k, device in enumerate(devices)]
     with ThreadPoolExecutor(max_workers=len(devices)) as pool:
         found = [item for items in pool.map(lambda job: run(*job), jobs) for item in items]
@@ -278,17 +274,73 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
              np.concatenate([part[q][1] for part in found])) for q in range(len(queries))]
 
 
-class _Part:
-    """Interleaved batches of a part of the database: the inputs of :func:`_scan`."""
+def _batch_rows(order: np.ndarray) -> np.ndarray:
+    """``order`` (record indices) cut into batches of :data:`LANES`: row ``b`` holds batch
+    ``b``'s records, the last row padded with -1 (empty lanes)."""
+    rows = np.full(-(-len(order) // LANES) * LANES, -1, dtype=np.int64)
+    rows[:len(order)] = order
+    return rows.reshape(-1, LANES)
 
-    def __init__(self, codes, batch_offsets, widths, lane_target, target_lengths, record):
+
+class _Part:
+    """Interleaved batches of a part of the database on its device: the inputs of :func:`_scan`.
+
+    ``codes`` (device ``uint8``) are the batches packed as :func:`~gpualign_plugin.search.cpu.
+    interleave_records` packs them; ``lane_target`` the record index of each lane slot (-1:
+    empty); ``record(index)`` a record's codes on the host (for the intra-task pairs).
+    """
+
+    def __init__(self, codes, batch_offsets, widths, lane_target, lane_lengths, record):
         self.codes = codes
-        self.record = record  # record index -> its codes (for the intra-task pairs)
+        self.record = record
         self.batch_offsets = batch_offsets
         self.widths = widths
         self.lane_target = lane_target
-        lanes = np.where(lane_target >= 0, target_lengths[np.maximum(lane_target, 0)], 0)
-        self.batch_residues = lanes.reshape(-1, LANES).sum(axis=1)
+        self.batch_residues = lane_lengths.reshape(-1, LANES).sum(axis=1)
+
+
+def _pack_on_device(codes: np.ndarray, offsets: np.ndarray, rows: np.ndarray, pad_code: int,
+                    device: int) -> _Part:
+    """The batches ``rows`` (record indices, ``LANES`` a row, -1 for empty lanes) of the flat
+    database ``codes``/``offsets``, packed on ``device``, each as wide as its longest record.
+
+    The same bytes as :func:`~gpualign_plugin.search.cpu.interleave_records` (tested), without
+    its compiled host pass: the whole flat array is uploaded when it takes at most
+    1/:data:`WHOLE_UPLOAD_SHARE` of the free memory (or the part holds every record), else only
+    the part's records; the ``interleave_lanes`` kernel of search.cu lays them out.
+    """
+    import cupy as cp
+
+    lane_target = rows.ravel().astype(np.int64)
+    lengths = np.diff(offsets)
+    lane_lengths = np.where(lane_target >= 0, lengths[np.maximum(lane_target, 0)], 0)
+    widths = lane_lengths.reshape(-1, LANES).max(axis=1)
+    held = np.zeros(len(lengths), dtype=bool)
+    held[lane_target[lane_target >= 0]] = True
+    batch_offsets = np.zeros(len(widths), dtype=np.int64)
+    batch_offsets[1:] = np.cumsum(widths * LANES)[:-1]
+    size = int((widths * LANES).sum())
+    with cp.cuda.Device(device):
+        whole = held.all() or len(codes) <= kernels.free_bytes() // WHOLE_UPLOAD_SHARE
+        upload = len(codes) if whole else int(lengths[held].sum())
+        kernels.check_memory(upload + size, f"packing {len(widths)} batches of targets")
+        if whole:
+            d_codes, starts = cp.asarray(codes), offsets[:-1]
+        else:  # only the part's records, in file order
+            d_codes = cp.asarray(np.asarray(codes)[np.repeat(held, lengths)])
+            starts = np.zeros(len(lengths), dtype=np.int64)
+            starts[held] = np.concatenate(([0], np.cumsum(lengths[held])[:-1]))
+        lane_starts = np.where(lane_target >= 0, starts[np.maximum(lane_target, 0)], 0)
+        packed = cp.empty(size, dtype=cp.uint8)
+        if len(widths):
+            name = "interleave_lanes"
+            kernels.launch(kernels.get_kernel(device, _SOURCE, name), name, len(widths), 256,
+                           (d_codes, cp.asarray(lane_starts.astype(np.int64)), cp.asarray(lane_lengths),
+                            cp.asarray(batch_offsets), cp.asarray(widths.astype(np.int64)),
+                            np.uint8(pad_code), packed), 0, f"{len(widths)} batches")
+        del d_codes
+    return _Part(packed, batch_offsets, widths, lane_target, lane_lengths,
+                 lambda index: codes[offsets[index]:offsets[index + 1]])
 
 
 def _parts(batches: np.ndarray, widths: np.ndarray, n_queries: int, memory_budget: int | None,
@@ -397,7 +449,7 @@ class _DeviceInputs:
                       + self.sub32.nbytes + self.profile16.nbytes + 4 * n_queries * n_batches * LANES
                       + 8 * n_items + 4096)
         what = f"scoring {n_queries} queries against {n_batches * LANES} lanes ({part.codes.size} padded residues)"
-        kernels.check_memory(self.fixed, what)
+        kernels.check_memory(self.fixed - part.codes.nbytes, what)  # the packed codes are there already
         self.what = what
         self.width = part.widths
         self.codes = cp.asarray(part.codes)

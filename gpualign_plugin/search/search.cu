@@ -247,3 +247,23 @@ __global__ void __launch_bounds__(32) search_inter16(
         *reinterpret_cast<int2*>(dst) = make_int2(lo >= limit ? -1 : lo, hi >= limit ? -1 : hi);
     }
 }
+
+// The packing of search/cpu.py's interleave_records on the device: batch b (one block) holds
+// residue j of its lane l at packed[batch_offsets[b] + j * 64 + l], padded with pad_code up to
+// the batch's width. Lane slot s = b * 64 + l takes lane_lengths[s] residues from
+// codes[lane_starts[s]...] (length 0: an empty lane). Writes are contiguous per warp.
+extern "C" __global__ void interleave_lanes(const unsigned char* __restrict__ codes,
+                                            const long long* __restrict__ lane_starts,
+                                            const long long* __restrict__ lane_lengths,
+                                            const long long* __restrict__ batch_offsets,
+                                            const long long* __restrict__ batch_widths,
+                                            unsigned char pad_code, unsigned char* packed) {
+    const long long b = blockIdx.x;
+    const long long size = batch_widths[b] * 64;
+    unsigned char* out = packed + batch_offsets[b];
+    for (long long k = threadIdx.x; k < size; k += blockDim.x) {
+        const long long slot = b * 64 + (k & 63);
+        const long long j = k >> 6;
+        out[k] = j < lane_lengths[slot] ? codes[lane_starts[slot] + j] : pad_code;
+    }
+}

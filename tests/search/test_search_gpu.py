@@ -49,6 +49,35 @@ def assert_same_scores(queries, targets, scheme,
     return expected
 
 
+@pytest.mark.parametrize("whole", [True, False])
+def test_packing_on_the_device_gives_the_cpu_packing(whole, monkeypatch):
+    """Every batch of a random database, and a part of every third batch, packed on the GPU: the
+    bytes, offsets, widths and lane targets of the CPU engine's interleave_records, from an
+    upload of the whole database or of the part's records only."""
+    import cupy
+
+    from gpualign_plugin.search import cpu as search_kernels
+    from gpualign_plugin.search import gpu as gpu_search
+
+    if not whole:
+        monkeypatch.setattr(gpu_search, "WHOLE_UPLOAD_SHARE", 2**62)
+    rng = np.random.default_rng(11)
+    lengths = np.concatenate([rng.integers(1, 400, 700), [1, 1, 2500]])
+    codes = np.concatenate(random_codes(rng, 20, lengths))
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    order = np.argsort(lengths, kind="stable")
+    rows = gpu_search._batch_rows(order)
+    for batches in (np.arange(len(rows)), np.arange(len(rows))[1::3]):
+        part = gpu_search._pack_on_device(codes, offsets, rows[batches], 21, 0)
+        chosen = rows[batches].ravel()
+        packed, batch_offsets, widths, lane_target = search_kernels.interleave_records(
+            codes, offsets, chosen[chosen >= 0], 21)
+        assert np.array_equal(cupy.asnumpy(part.codes), packed)
+        assert np.array_equal(part.batch_offsets, batch_offsets) and np.array_equal(part.widths, widths)
+        assert np.array_equal(part.lane_target, lane_target)
+        assert part.batch_residues.sum() == lengths[chosen[chosen >= 0]].sum()
+
+
 def few_blocks(targets) -> dict:
     """A memory budget with room for only one or two persistent blocks' scratch slots."""
     return {"memory_budget": int(1.2 * 8 * 64 * max(map(len, targets))) + 1_000_000}
