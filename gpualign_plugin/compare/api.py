@@ -54,6 +54,7 @@ Conventions
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -61,7 +62,6 @@ import numpy as np
 from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock, score_cigar
 from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
-from gpualign_plugin.statistics import parameters_for
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
 
 END_EXTENSION = 200
@@ -393,50 +393,51 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     comparison.variants = sorted(
         (v for region in work.regions for v in _variants(region, work)),
         key=lambda v: (rank[v.target_id], v.target_pos, v.query_id, v.query_pos, v.alt))
-    comparison.copies = _repeat_copies(work, comparison.blocks, evalue)
+    comparison.copies = _repeat_copies(work, comparison.blocks, evalue, threads)
     return comparison
 
 
-def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float) -> list[AlignedBlock]:
+def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float,
+                   threads: int | None = None) -> list[AlignedBlock]:
     """Best significant local alignment of each uncovered reference stretch to the assembly.
 
     Stretches are the parts of each reference record outside every block's reference
-    interval, at least ``min_event`` bases long. Each is aligned (local, exact) with every
-    contig on both strands; the best (highest score; ties: contig order, then ``'+'``) is
-    kept when its E-value against the whole assembly (BLAST's statistics, the placement's
-    cutoff ``evalue``) and its identity (``min_identity``) pass.
+    interval, at least ``min_event`` bases long. Each is aligned (local, exact, no Z-drop)
+    with every contig on both strands; the best (highest score; ties: contig order, then
+    ``'+'``) is kept when its E-value against the whole assembly (BLAST's statistics, the
+    placement's cutoff ``evalue``) and its identity (``min_identity``) pass. That best is the
+    primary record of the stretches' local placement on the contigs
+    (:func:`~gpualign_plugin.pairwise.api.place_local`, all stretches at once: score passes
+    first, then one alignment per stretch, on ``threads`` CPU threads or the GPU).
     """
-    parameters = parameters_for(work.scheme)
-    contigs = list(work.queries.values())
-    residues = sum(len(q) for q in contigs)
-    copies = []
+    stretches = []
     for target in work.targets.values():
-        covered = sorted((b.target_start, b.target_end) for b in blocks
-                         if b.target_id == target.id)
-        gaps, at = [], 0
+        covered = sorted((b.target_start, b.target_end) for b in blocks if b.target_id == target.id)
+        at = 0
         for start, end in covered + [(len(target), len(target))]:
             if start - at >= work.min_event:
-                gaps.append((at, start))
+                stretches.append((target, at, start))
             at = max(at, end)
-        for start, end in gaps:
-            piece = Sequence(target.id, "", target.codes[start:end])
-            best = None
-            for contig in contigs:
-                for strand in ("+", "-"):
-                    hit = align_sequences(piece, contig, work.scheme, "local", strand=strand,
-                                          backend=work.backend, device=work.device)
-                    if hit is not None and (best is None or hit.score > best.score):
-                        best = hit
-            if (best is None or best.identity < work.min_identity
-                    or parameters.evalue(best.score, len(piece), residues, len(contigs)) > evalue):
-                continue
-            # The hit aligns the reference stretch (as query) to the contig: turn it around.
-            swap = {"I": "D", "D": "I"}
-            runs = [(n, swap.get(op, op)) for n, op in best.cigar.runs]
-            copies.append(AlignedBlock(
-                "copy", best.target_id, target.id, best.strand, best.target_start,
-                best.target_end, start + best.query_start, start + best.query_end,
-                Cigar.from_runs(runs if best.strand == "+" else runs[::-1])))
+    contigs = list(work.queries.values())
+    if not stretches or not contigs:
+        return []
+    pieces = [Sequence(str(k), "", target.codes[start:end])
+              for k, (target, start, end) in enumerate(stretches)]
+    placed = place_local(pieces, contigs, work.scheme, backend=work.backend, evalue=evalue,
+                         strands="both", threads=threads, device=work.device, zdrop_bits=math.inf)
+    best = {a.query_id: a for a in placed if a.is_primary and not a.is_supplementary}
+    copies = []
+    swap = {"I": "D", "D": "I"}
+    for k, (target, start, _end) in enumerate(stretches):
+        hit = best.get(str(k))
+        if hit is None or hit.identity < work.min_identity:
+            continue
+        # The hit aligns the reference stretch (as query) to the contig: turn it around.
+        runs = [(n, swap.get(op, op)) for n, op in hit.cigar.runs]
+        copies.append(AlignedBlock(
+            "copy", hit.target_id, target.id, hit.strand, hit.target_start, hit.target_end,
+            start + hit.query_start, start + hit.query_end,
+            Cigar.from_runs(runs if hit.strand == "+" else runs[::-1])))
     return copies
 
 

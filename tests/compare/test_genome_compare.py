@@ -211,3 +211,74 @@ def test_a_piece_from_another_record_is_one_translocation(orientation, seed):
     assert side_totals(comparison, "target").translocations == 0
     assert {b.target_id for b in comparison.blocks} == {"chrA", "chrB"}
     assert not comparison.variants
+
+
+def _copies_by_definition(work, blocks, evalue):
+    """The repeat copies as defined (compare.api._repeat_copies): each uncovered reference stretch
+    aligned (exact local) with every contig on both strands one pair at a time, the best kept
+    (ties: contig order, then '+') if its E-value and identity pass; as (contig, strand, contig
+    interval, reference interval, CIGAR of the reference stretch against the contig)."""
+    from gpualign_plugin.pairwise.api import align_sequences
+    from gpualign_plugin.scoring import Sequence
+    from gpualign_plugin.statistics import parameters_for
+
+    parameters = parameters_for(work.scheme)
+    contigs = list(work.queries.values())
+    residues = sum(len(c) for c in contigs)
+    found = []
+    for target in work.targets.values():
+        covered = sorted((b.target_start, b.target_end) for b in blocks if b.target_id == target.id)
+        at = 0
+        for start, end in covered + [(len(target), len(target))]:
+            if start - at >= work.min_event:
+                piece = Sequence(target.id, "", target.codes[at:start])
+                best = None
+                for contig in contigs:
+                    for strand in ("+", "-"):
+                        hit = align_sequences(piece, contig, work.scheme, "local", strand=strand)
+                        if hit is not None and (best is None or hit.score > best.score):
+                            best = hit
+                if (best is not None and best.identity >= work.min_identity
+                        and parameters.evalue(best.score, len(piece), residues, len(contigs)) <= evalue):
+                    found.append((best.target_id, best.strand, best.target_start, best.target_end,
+                                  at + best.query_start, at + best.query_end, best.cigar.runs))
+            at = max(at, end)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_repeat_copies_are_the_best_alignment_of_each_uncovered_stretch(seed, monkeypatch):
+    """Reference stretches that no region covers (deleted in the strain, or a collapsed repeat)
+    are found in the assembly through one local placement of all stretches on the contigs; the
+    copies equal the definition computed pair by pair."""
+    import random
+
+    from gpualign_plugin.compare import api
+
+    rng = random.Random(seed)
+    base, repeat = random_dna(3000, seed), random_dna(400, 100 + seed)
+    reference = base[:700] + repeat + base[700:1800] + repeat + base[1800:]
+    # The strain keeps the first copy of the repeat only (collapsed) and loses a stretch of base.
+    second = 700 + 400 + 1100
+    cut = rng.randrange(2700, 3000)
+    strain = "".join(c if rng.random() > 0.02 else rng.choice("ACGT")
+                     for c in reference[:second] + reference[second + 400:cut] + reference[cut + 300:])
+    contigs = [(f"c{k}", strain[k:k + 900]) for k in range(0, len(strain), 900)]
+    contigs[1] = (contigs[1][0], reverse_complement_text(contigs[1][1]))
+    contigs.append(("noise", random_dna(500, 200 + seed)))
+    captured = {}
+    found = api._repeat_copies
+
+    def keep(work, blocks, evalue, threads=None):
+        captured.update(work=work, blocks=blocks, evalue=evalue)
+        return found(work, blocks, evalue, threads)
+
+    monkeypatch.setattr(api, "_repeat_copies", keep)
+    comparison = run(reference, contigs)
+    expected = _copies_by_definition(captured["work"], captured["blocks"], captured["evalue"])
+    swap = {"I": "D", "D": "I"}
+    got = [(c.query_id, c.strand, c.query_start, c.query_end, c.target_start, c.target_end,
+            tuple((n, swap.get(op, op)) for n, op in (c.cigar.runs if c.strand == "+" else c.cigar.runs[::-1])))
+           for c in comparison.copies]
+    assert got == [(*e[:6], tuple(e[6])) for e in expected]
+    assert any(c[4] < second + 400 and c[5] > second for c in got)  # the collapsed copy
