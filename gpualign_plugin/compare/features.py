@@ -6,7 +6,9 @@ reference record (and on a query record) is a ``GAP`` (consistent neighbours), a
 (same other sequence and strand, out of order: a relocation), an ``INV`` (strand change:
 an inversion), a ``SEQ`` (another sequence: a translocation) or a ``BRK`` (the unaligned
 ends of a sequence). This module applies exactly those rules (``show-diff.cc`` of MUMmer
-4, no duplication features since our alignments never overlap on the contig) to the
+4; an alignment contained in another one on a sequence, such as a redundant contig's,
+covers nothing there: skipped on that sequence and a ``DUP`` on the other, as show-diff
+treats alignments outside its LIS) to the
 matching regions of a :class:`~gpualign_plugin.compare.api.GenomeComparison`, so that
 ``Breakpoints``, ``Relocations``, ``Translocations``, ``Inversions``, ``Insertions`` and
 ``TandemIns`` mean what they mean in a dnadiff report. Counting conventions are dnadiff's
@@ -29,7 +31,8 @@ class Feature:
     sequence : str
         The record it lies on.
     kind : str
-        ``'GAP'``, ``'JMP'``, ``'INV'``, ``'SEQ'`` or ``'BRK'``.
+        ``'GAP'``, ``'JMP'``, ``'INV'``, ``'SEQ'``, ``'BRK'`` or ``'DUP'`` (its ``gap`` is
+        the duplicated length: an insertion for dnadiff, but aligned bases).
     gap : int
         Bases of this sequence between the two alignments (negative: they overlap).
     other_gap : int
@@ -90,35 +93,49 @@ def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feat
         ``'target'`` (features along reference records) or ``'query'``.
     """
     other = "query" if side == "target" else "target"
+    # show-diff walks the alignments that cover this side (its RLIS on the reference, QLIS
+    # on a query) and ranks those that cover the other side; an alignment contained in
+    # another one on a side does not cover it (a redundant contig, the overlapping ends of
+    # a circular contig): skipped on that side, a DUP on the other.
+    mine_cover = _covering(blocks, side)
+    other_cover = _covering(blocks, other)
     features = []
     for name, length in lengths.items():
         mine = [b for b in blocks if getattr(b, f"{side}_id") == name]
         if not mine:
             continue
-        # show-diff's stpc: rank of each alignment ordered by (other sequence, its position).
-        order = sorted(range(len(mine)), key=lambda k: (getattr(mine[k], f"{other}_id"),
-                                                        getattr(mine[k], f"{other}_start"),
-                                                        getattr(mine[k], f"{other}_end")))
+        # show-diff's stpc: rank of each covering alignment ordered by (other sequence, its position).
+        order = sorted((k for k in range(len(mine)) if id(mine[k]) in other_cover),
+                       key=lambda k: (getattr(mine[k], f"{other}_id"),
+                                      getattr(mine[k], f"{other}_start"),
+                                      getattr(mine[k], f"{other}_end")))
         rank = {k: r for r, k in enumerate(order)}
-        walk = sorted(range(len(mine)), key=lambda k: (getattr(mine[k], f"{side}_start"),
-                                                       getattr(mine[k], f"{side}_end"),
-                                                       rank[k]))
-        previous = None
-        previous_end = 0
+        walk = sorted((k for k in range(len(mine)) if id(mine[k]) in mine_cover),
+                      key=lambda k: (getattr(mine[k], f"{side}_start"),
+                                     getattr(mine[k], f"{side}_end"), rank.get(k, -1)))
+        previous_global = None  # show-diff's PGA: the last alignment covering the other side
+        previous_end = 0        # PA's end: the last alignment walked
         for k in walk:
             a = mine[k]
             start = getattr(a, f"{side}_start")
             gap = start - previous_end
-            if previous is None:
+            if k not in rank:
+                if gap > 0:
+                    features.append(Feature(name, "BRK", gap))
+                features.append(Feature(name, "DUP", getattr(a, f"{side}_end") - start))
+            elif previous_global is None:
                 if gap > 0:
                     features.append(Feature(name, "BRK", gap))
             else:
-                p = mine[previous]
+                p = mine[previous_global]
                 if getattr(a, f"{other}_id") == getattr(p, f"{other}_id"):
                     slope = 1 if p.strand == "+" else -1
-                    if a.strand != p.strand or rank[k] != rank[previous] + slope:
+                    if a.strand != p.strand or rank[k] != rank[previous_global] + slope:
                         features.append(Feature(name, "JMP" if a.strand == p.strand else "INV",
                                                 gap))
+                    elif previous_dup:
+                        if gap > 0:  # lined up, a duplication in between
+                            features.append(Feature(name, "BRK", gap))
                     else:
                         if a.strand == "+":
                             other_gap = getattr(a, f"{other}_start") - getattr(p, f"{other}_end")
@@ -127,11 +144,31 @@ def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feat
                         features.append(Feature(name, "GAP", gap, other_gap))
                 else:
                     features.append(Feature(name, "SEQ", gap))
-            previous = k
+            previous_dup = k not in rank
+            if not previous_dup:
+                previous_global = k
             previous_end = getattr(a, f"{side}_end")
         if length - previous_end > 0:
             features.append(Feature(name, "BRK", length - previous_end))
     return features
+
+
+def _covering(blocks: list[AlignedBlock], side: str) -> set[int]:
+    """``id()`` of the alignments not contained on ``side`` in another one (the first of equals).
+
+    What show-diff's LIS flags keep of nested alignments: a contained one covers nothing new.
+    """
+    covering = set()
+    ordered = sorted(blocks, key=lambda b: (getattr(b, f"{side}_id"), getattr(b, f"{side}_start"),
+                                            -getattr(b, f"{side}_end")))
+    record, reach = None, -1
+    for b in ordered:
+        if getattr(b, f"{side}_id") != record:
+            record, reach = getattr(b, f"{side}_id"), -1
+        if getattr(b, f"{side}_end") > reach:
+            covering.add(id(b))
+            reach = getattr(b, f"{side}_end")
+    return covering
 
 
 def side_totals(comparison: GenomeComparison, side: str) -> SideTotals:
@@ -162,7 +199,7 @@ def side_totals(comparison: GenomeComparison, side: str) -> SideTotals:
             if feature.gap <= 0 and feature.other_gap <= 0 and difference > 0:
                 totals.tandem_insertions += 1
                 totals.tandem_sum += difference
-        if feature.gap > 0:
+        if feature.gap > 0 and feature.kind != "DUP":  # dnadiff: a DUP's bases are aligned
             totals.aligned_bases -= feature.gap
         if inserted > 0:
             totals.insertions += 1

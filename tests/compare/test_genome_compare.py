@@ -171,6 +171,26 @@ def test_show_diff_rules_on_a_transposition_and_an_inversion():
     assert [f.kind for f in show_diff(two, {"r": 200}, "target")] == ["SEQ"]
 
 
+def test_show_diff_skips_alignments_contained_in_another_as_show_diff_does():
+    # A contig longer than the reference (a circular genome with overlapping ends, or a
+    # redundant contig) covers the whole reference; shorter alignments lie inside it.
+    # show-diff walks only the covering alignments (its RLIS): no gap of the reference is
+    # unaligned, and a piece contained on the other side is a DUP (dnadiff: rdiff empty,
+    # qdiff DUPs; AlignedBases [REF] 100%, no relocation or translocation).
+    blocks = [_block("long", "r", "+", 300, 1300, 0, 1000),
+              _block("long", "r", "+", 0, 300, 700, 1000),
+              _block("long", "r", "+", 1300, 1400, 0, 100),
+              _block("short", "r", "+", 0, 200, 400, 600)]
+    assert show_diff(blocks, {"r": 1000}, "target") == []
+    query = show_diff(blocks, {"long": 1400, "short": 200}, "query")
+    assert [f.kind for f in query] == ["DUP", "DUP", "DUP"]
+    lengths = SimpleNamespace(blocks=blocks, copies=[], target_lengths={"r": 1000},
+                              query_lengths={"long": 1400, "short": 200})
+    ref, qry = side_totals(lengths, "target"), side_totals(lengths, "query")
+    assert ref.aligned_bases == 1000 and qry.aligned_bases == 1600
+    assert (ref.relocations, ref.translocations, qry.relocations, qry.translocations) == (0, 0, 0, 0)
+
+
 def test_anchored_chunks_give_the_same_alignment_and_comparison(case):
     home = next(r for r in case.whole.regions if r.role == "home")
     chain = [p for p in case.whole.placements if p.target_id == home.target_id
