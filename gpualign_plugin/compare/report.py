@@ -110,6 +110,10 @@ def _snp_lines(comparison: GenomeComparison) -> list[str]:
                 if r != q:
                     lines.append(_row(r + q, _percent(counts[r, q], total),
                                       _percent(counts[q, r], total)))
+        # A pair with an ambiguity code (N, R, Y, ...) gets its own rows, as in dnadiff.
+        for r, q in _other_pairs(counts, lambda r, q: (r, q) != (q, r) and not (
+                r in BASES and q in BASES)):
+            lines.append(_row(r + q, _percent(counts[r, q], total), _percent(counts[q, r], total)))
         lines.append("")
     for label, counts in (("TotalIndels", indels), ("TotalGIndels", good_indels)):
         total = sum(counts.values())
@@ -120,9 +124,17 @@ def _snp_lines(comparison: GenomeComparison) -> list[str]:
         for q in BASES:
             lines.append(_row("." + q, _percent(counts[".", q], total),
                               _percent(counts[q, "."], total)))
+        for r, q in _other_pairs(counts, lambda r, q: (r if q == "." else q) not in BASES):
+            lines.append(_row(r + q, _percent(counts[r, q], total), _percent(counts[q, r], total)))
         lines.append("")
     lines.append(_row("IndelEvents", indel_events, indel_events))
     return lines
+
+
+def _other_pairs(counts: Counter, wanted) -> list[tuple[str, str]]:
+    """The pairs of ``counts`` that ``wanted`` accepts, and their reverses, sorted (each once)."""
+    pairs = {pair for pair, n in counts.items() if n and wanted(*pair)}
+    return sorted(pairs | {(q, r) for r, q in pairs})
 
 
 def _event_lines(comparison: GenomeComparison) -> list[str]:
