@@ -95,7 +95,8 @@ class Alphabet:
             pos = int(bad[0])
             char = text[pos]
             hint = ""
-            if self.name == "dna" and char.upper() in PROTEIN_LETTERS:
+            if (self.name == "dna" and char.upper() in PROTEIN_LETTERS
+                    and not looks_like_nucleotide(text)):
                 hint = " (the sequence looks like protein but the scoring scheme is for DNA)"
             raise InputError(f"character {char!r} is not in the {self.name} alphabet{hint}",
                              path=path, record=record, position=pos + 1)

@@ -103,3 +103,17 @@ def test_bulk_reader_gives_the_record_readers_records_or_its_error_on_random_fil
             assert [r.codes.tolist() for r in got] == [r.codes.tolist() for r in expected]
             outcomes.add("records")
     assert outcomes == {"error", "records"}
+
+
+def test_a_stray_letter_in_dna_is_not_called_protein(tmp_path):
+    # RepeatMasker -x masks with X: the record is DNA with a letter outside the alphabet,
+    # and the error must not say the sequence looks like protein.
+    path = tmp_path / "masked.fa"
+    path.write_text(">chr1\n" + "ACGT" * 50 + "XXXX" + "ACGT" * 50 + "\n>p\nMKVLAEWRRSTYHH\n")
+    scheme = ScoringScheme.dna()
+    with pytest.raises(InputError) as error:
+        read_fasta(path, scheme)
+    assert "position 201" in str(error.value) and "protein" not in str(error.value)
+    path.write_text(">p\nMKVLAEWRRSTYHHQQIPLLKDE\n")
+    with pytest.raises(InputError, match="looks like protein"):
+        read_fasta(path, scheme)
