@@ -8,12 +8,22 @@ records and positions, as VCF requires.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
 import pysam
 
 from gpualign_plugin.io.atomic import atomic_path
+
+
+_NOT_ACGTN = re.compile("[^ACGTN]")
+
+
+def vcf_allele(text: str) -> str:
+    """``text`` in VCF 4.2's allele alphabet: upper case, every other letter than A, C, G, T
+    and N (an IUPAC ambiguity code such as R or Y) written as N."""
+    return _NOT_ACGTN.sub("N", text.upper())
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,9 @@ def write_vcf(path: str | os.PathLike, records: Iterable[VcfRecord], contigs: li
     path : str or PathLike
         Output; ``.vcf.gz`` is bgzip-compressed (pysam chooses from the name).
     records : iterable of VcfRecord
-        Sorted here by contig order, position, REF and ALT.
+        Sorted here by contig order, position, REF and ALT. Alleles are written through
+        :func:`vcf_allele` (VCF allows only A, C, G, T and N); a record whose alleles are
+        then equal (an N against an ambiguity code) is left out.
     contigs : list of (str, int)
         Every reference record and its length, in file order (``##contig`` lines).
     sample : str
@@ -74,7 +86,10 @@ def write_vcf(path: str | os.PathLike, records: Iterable[VcfRecord], contigs: li
     with atomic_path(path, suffix=suffix) as tmp:
         with pysam.VariantFile(tmp, "wz" if suffix == ".vcf.gz" else "w", header=header) as out:
             for record in ordered:
-                line = out.new_record(contig=record.chrom, start=record.start,
-                                      alleles=(record.ref, record.alt), info=record.info)
+                alleles = (vcf_allele(record.ref), vcf_allele(record.alt))
+                if alleles[0] == alleles[1]:
+                    continue
+                line = out.new_record(contig=record.chrom, start=record.start, alleles=alleles,
+                                      info=record.info)
                 line.samples[sample]["GT"] = (1,)
                 out.write(line)

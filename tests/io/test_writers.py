@@ -636,3 +636,20 @@ def test_aligned_fasta_layout_by_hand():
     narrow = io.StringIO()
     write_aligned_fasta(narrow, alignment, width=30)
     assert narrow.getvalue().splitlines()[1:4] == ["ac" + "G" * 28, "G" * 30, "GG-T"]
+
+
+def test_vcf_alleles_with_ambiguity_codes_are_written_as_n(tmp_path):
+    """VCF 4.2 alleles hold A, C, G, T and N only: an assembly's IUPAC code (R, Y, ...) is
+    written N, lower case upper; N against an ambiguity code is no variant and is left out;
+    bcftools reads the file."""
+    from gpualign_plugin.io.vcf import VcfRecord, write_vcf
+
+    records = [VcfRecord("chr", 4, "A", "R"), VcfRecord("chr", 9, "c", "t"),
+               VcfRecord("chr", 14, "N", "Y"), VcfRecord("chr", 19, "G", "GkT")]
+    path = tmp_path / "v.vcf"
+    write_vcf(path, records, [("chr", 30)], "asm", [], "test", "gpualign compare")
+    with pysam.VariantFile(str(path)) as vcf:
+        assert [(r.pos, r.ref, r.alts) for r in vcf] == [(5, "A", ("N",)), (10, "C", ("T",)),
+                                                         (20, "G", ("GNT",))]
+    if shutil.which("bcftools"):
+        subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True)
