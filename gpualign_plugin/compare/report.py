@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from gpualign_plugin.compare.api import EVENT_KINDS, GenomeComparison
 from gpualign_plugin.compare.features import side_totals
 from gpualign_plugin.io.vcf import VcfRecord
@@ -86,10 +88,17 @@ def format_report(comparison: GenomeComparison, reference_path: str, query_path:
 
 
 def _snp_lines(comparison: GenomeComparison) -> list[str]:
-    """TotalSNPs, TotalGSNPs, TotalIndels (bases), TotalGIndels and IndelEvents, with dnadiff's rows."""
+    """TotalSNPs, TotalGSNPs, TotalIndels (bases), TotalGIndels and IndelEvents, with dnadiff's rows.
+
+    As dnadiff (``show-snps -C``), a SNP or indel counts only where its reference position and
+    its contig position each lie in one aligned block (:func:`_aligned_once`).
+    """
     snps, good_snps, indels, good_indels = Counter(), Counter(), Counter(), Counter()
     indel_events = 0
+    unique = _aligned_once(comparison)
     for variant in comparison.variants:
+        if not unique(variant):
+            continue
         good = variant.buffer >= GOOD_BUFFER
         if variant.kind == "snp":
             snps[variant.ref.upper(), variant.alt.upper()] += 1
@@ -129,6 +138,30 @@ def _snp_lines(comparison: GenomeComparison) -> list[str]:
         lines.append("")
     lines.append(_row("IndelEvents", indel_events, indel_events))
     return lines
+
+
+def _aligned_once(comparison: GenomeComparison):
+    """A test of a variant: whether its reference position lies in exactly one of the
+    comparison's aligned blocks on its reference record, and its contig position in exactly one
+    on its contig (show-snps' ``-C``: no SNP of an ambiguous mapping, such as where two contigs
+    or the two ends of a circular contig cover the same reference bases)."""
+    def intervals(pairs) -> dict:
+        table: dict = {}
+        for key, start, end in pairs:
+            table.setdefault(key, ([], []))
+            table[key][0].append(start)
+            table[key][1].append(end)
+        return {key: (np.sort(starts), np.sort(ends)) for key, (starts, ends) in table.items()}
+
+    reference = intervals((b.target_id, b.target_start, b.target_end) for b in comparison.blocks)
+    contigs = intervals((b.query_id, b.query_start, b.query_end) for b in comparison.blocks)
+
+    def depth(table: dict, key: str, position: int) -> int:
+        starts, ends = table.get(key, (np.empty(0), np.empty(0)))
+        return int(np.searchsorted(starts, position, "right") - np.searchsorted(ends, position, "right"))
+
+    return lambda v: (depth(reference, v.target_id, v.target_pos) <= 1
+                      and depth(contigs, v.query_id, v.query_pos) <= 1)
 
 
 def _other_pairs(counts: Counter, wanted) -> list[tuple[str, str]]:
