@@ -97,8 +97,8 @@ def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feat
     # on a query) and ranks those that cover the other side; an alignment contained in
     # another one on a side does not cover it (a redundant contig, the overlapping ends of
     # a circular contig): skipped on that side, a DUP on the other.
-    mine_cover = _covering(blocks, side)
-    other_cover = _covering(blocks, other)
+    mine_cover = covering(blocks, side)
+    other_cover = covering(blocks, other)
     features = []
     for name, length in lengths.items():
         mine = [b for b in blocks if getattr(b, f"{side}_id") == name]
@@ -153,7 +153,7 @@ def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feat
     return features
 
 
-def _covering(blocks: list[AlignedBlock], side: str) -> set[int]:
+def covering(blocks: list[AlignedBlock], side: str) -> set[int]:
     """``id()`` of the alignments not contained on ``side`` in another one (the first of equals).
 
     What show-diff's LIS flags keep of nested alignments: a contained one covers nothing new.

@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from gpualign_plugin.compare.api import EVENT_KINDS, GenomeComparison
-from gpualign_plugin.compare.features import side_totals
+from gpualign_plugin.compare.features import covering, side_totals
 from gpualign_plugin.io.vcf import VcfRecord
 
 GOOD_BUFFER = 20
@@ -57,8 +57,12 @@ def format_report(comparison: GenomeComparison, reference_path: str, query_path:
              _row("UnalignedBases", _percent(ref.bases - ref.aligned_bases, ref.bases),
                   _percent(qry.bases - qry.aligned_bases, qry.bases)),
              "", "[Alignments]"]
-    # 1-to-1: the blocks (they never overlap on a contig); M-to-M: also the repeat copies.
-    for label, alignments in (("1-to-1", blocks), ("M-to-M", blocks + comparison.copies)):
+    # 1-to-1: the blocks (they never overlap on a contig) but those contained on the reference
+    # in another one (a redundant contig's: delta-filter -1 keeps one alignment per reference
+    # position); M-to-M: every block and the repeat copies.
+    kept = covering(blocks, "target")
+    one_to_one = [b for b in blocks if id(b) in kept]
+    for label, alignments in (("1-to-1", one_to_one), ("M-to-M", blocks + comparison.copies)):
         ref_length = sum(b.target_end - b.target_start for b in alignments)
         qry_length = sum(b.query_end - b.query_start for b in alignments)
         weighted = sum(b.identity / 100.0 * (b.target_end - b.target_start + b.query_end

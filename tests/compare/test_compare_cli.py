@@ -152,6 +152,25 @@ def test_snps_where_the_ends_of_a_circular_contig_overlap_count_once_as_in_dnadi
         assert abs(number(ours[label][0]) - number(theirs[label][0])) <= 2, (label, ours[label], theirs[label])
 
 
+@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+def test_a_redundant_contig_is_not_a_one_to_one_alignment_as_in_dnadiff(tmp_path):
+    # An assembly with a whole-genome contig and two redundant pieces of it (one reversed):
+    # dnadiff's 1-to-1 set keeps one alignment per reference position, its M-to-M set all three.
+    reference, _, _ = simulated(7)
+    pieces = [reference, reference[3000:6000], reverse_complement_text(reference[8000:9500])]
+    (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")
+    (tmp_path / "asm.fa").write_text("".join(f">c{k}\n{c}\n" for k, c in enumerate(pieces)))
+    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "asm.fa"), "-t", str(tmp_path / "ref.fa"),
+                           "-p", str(tmp_path / "asm"), "--backend", "cpu"], check=True, capture_output=True)
+    subprocess.run(["dnadiff", "-p", str(tmp_path / "dnadiff"), str(tmp_path / "ref.fa"),
+                    str(tmp_path / "asm.fa")], check=True, capture_output=True)
+    theirs = report_rows(tmp_path / "dnadiff.report")
+    ours = report_rows(tmp_path / "asm.report")
+    assert ours["1-to-1"] == theirs["1-to-1"] == ("1", "1")
+    assert ours["M-to-M"] == theirs["M-to-M"] == ("3", "3")
+    assert ours["AlignedBases"] == theirs["AlignedBases"]
+
+
 def test_outputs_are_complete_and_readable(assembly):
     rows = report_rows(assembly / "asm.report")
     report = (assembly / "asm.report").read_text()
