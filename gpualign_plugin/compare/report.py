@@ -28,7 +28,8 @@ BASES = "ACGT"
 
 
 def _row(label: str, ref, query) -> str:
-    return f"{label:<15} {ref:>20} {query:>20}"
+    # dnadiff's columns: the first value ends at character 36 however long the label.
+    return f"{label:<15} {ref:>{max(1, 35 - max(15, len(label)))}} {query:>20}"
 
 
 def _percent(part: int, whole: int) -> str:

@@ -36,3 +36,11 @@ def test_snps_and_indels_with_ambiguity_codes_have_rows_that_sum_to_the_total():
     lines = _snp_lines(SimpleNamespace(variants=variants, blocks=[]))
     snp_block = lines[1:lines.index("")]
     assert sum(int(line.split()[1].split("(")[0]) for line in snp_block) == 3
+
+
+def test_values_stay_in_dnadiffs_columns_whatever_the_label_length():
+    from gpualign_plugin.compare.report import _row
+
+    for label in ("TotalSNPs", "1-to-1", "RelocationEvents", "TranslocationEvents", "TranslocationBases"):
+        line = _row(label, 12, 34)
+        assert line.startswith(label) and line[34:36] == "12" and line.endswith(" 34") and len(line) == 57
