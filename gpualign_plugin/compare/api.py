@@ -397,6 +397,21 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     return comparison
 
 
+def uncovered_stretches(work, blocks: list[AlignedBlock]) -> list[tuple[Sequence, int, int]]:
+    """``(reference record, start, end)`` of every stretch of a reference record outside all
+    ``blocks``' reference intervals and at least ``work.min_event`` bases long (0-based,
+    half-open), record by record in file order."""
+    stretches = []
+    for target in work.targets.values():
+        covered = sorted((b.target_start, b.target_end) for b in blocks if b.target_id == target.id)
+        at = 0
+        for start, end in covered + [(len(target), len(target))]:
+            if start - at >= work.min_event:
+                stretches.append((target, at, start))
+            at = max(at, end)
+    return stretches
+
+
 def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float,
                    threads: int | None = None) -> list[AlignedBlock]:
     """Best significant local alignment of each uncovered reference stretch to the assembly.
@@ -410,14 +425,7 @@ def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float,
     (:func:`~gpualign_plugin.pairwise.api.place_local`, all stretches at once: score passes
     first, then one alignment per stretch, on ``threads`` CPU threads or the GPU).
     """
-    stretches = []
-    for target in work.targets.values():
-        covered = sorted((b.target_start, b.target_end) for b in blocks if b.target_id == target.id)
-        at = 0
-        for start, end in covered + [(len(target), len(target))]:
-            if start - at >= work.min_event:
-                stretches.append((target, at, start))
-            at = max(at, end)
+    stretches = uncovered_stretches(work, blocks)
     contigs = list(work.queries.values())
     if not stretches or not contigs:
         return []

@@ -40,6 +40,17 @@ def percent(cell: str) -> float:
     return float(re.search(r"\(([\d.]+)%\)", cell).group(1))
 
 
+def ours_and_dnadiff(directory, reference: str, contigs: list[tuple[str, str]]) -> tuple[dict, dict]:
+    """Report rows of `gpualign compare` (CPU) and of dnadiff on the same reference and contigs."""
+    (directory / "ref.fa").write_text(f">ref\n{reference}\n")
+    (directory / "asm.fa").write_text("".join(f">{name}\n{text}\n" for name, text in contigs))
+    subprocess.run(MAIN + ["compare", "-q", str(directory / "asm.fa"), "-t", str(directory / "ref.fa"),
+                           "-p", str(directory / "asm"), "--backend", "cpu"], check=True, capture_output=True)
+    subprocess.run(["dnadiff", "-p", str(directory / "dnadiff"), str(directory / "ref.fa"),
+                    str(directory / "asm.fa")], check=True, capture_output=True)
+    return report_rows(directory / "asm.report"), report_rows(directory / "dnadiff.report")
+
+
 @pytest.fixture(scope="module")
 def assembly(tmp_path_factory):
     """A rearranged strain cut into four contigs, every other one reversed, and our run on it."""
@@ -104,15 +115,7 @@ def test_a_collapsed_repeat_counts_every_reference_copy_as_dnadiff(tmp_path):
     reference, unique, repeat = collapsed_repeat()
     contigs = [unique[0], reverse_complement_text(unique[1]), unique[2],
                reverse_complement_text(unique[3]), repeat]
-    (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")
-    (tmp_path / "asm.fa").write_text("".join(f">c{k}\n{c}\n" for k, c in enumerate(contigs)))
-    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "asm.fa"), "-t", str(tmp_path / "ref.fa"),
-                           "-p", str(tmp_path / "asm"), "--backend", "cpu"], check=True,
-                   capture_output=True)
-    subprocess.run(["dnadiff", "-p", str(tmp_path / "dnadiff"), str(tmp_path / "ref.fa"),
-                    str(tmp_path / "asm.fa")], check=True, capture_output=True)
-    theirs = report_rows(tmp_path / "dnadiff.report")
-    ours = report_rows(tmp_path / "asm.report")
+    ours, theirs = ours_and_dnadiff(tmp_path, reference, [(f"c{k}", c) for k, c in enumerate(contigs)])
     for label in ("AlignedSeqs", "AlignedBases", "1-to-1", "M-to-M", "Breakpoints",
                   "Translocations", "Relocations", "Inversions"):
         assert ours[label] == theirs[label], (label, ours[label], theirs[label])
@@ -129,14 +132,7 @@ def test_snps_where_the_ends_of_a_circular_contig_overlap_count_once_as_in_dnadi
     strain = "".join(c if rng.random() > 0.01 else rng.choice("ACGT".replace(c, "")) for c in reference)
     start = len(strain) // 3
     contig = strain[start:] + strain[:start + 600]
-    (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")
-    (tmp_path / "asm.fa").write_text(f">circle\n{contig}\n")
-    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "asm.fa"), "-t", str(tmp_path / "ref.fa"),
-                           "-p", str(tmp_path / "asm"), "--backend", "cpu"], check=True, capture_output=True)
-    subprocess.run(["dnadiff", "-p", str(tmp_path / "dnadiff"), str(tmp_path / "ref.fa"),
-                    str(tmp_path / "asm.fa")], check=True, capture_output=True)
-    theirs = report_rows(tmp_path / "dnadiff.report")
-    ours = report_rows(tmp_path / "asm.report")
+    ours, theirs = ours_and_dnadiff(tmp_path, reference, [("circle", contig)])
     overlap_snps = sum(a != b for a, b in zip(strain[start:start + 600], reference[start:start + 600]))
     assert overlap_snps > 2
     for label in ("Relocations", "TotalIndels"):
@@ -158,14 +154,7 @@ def test_a_redundant_contig_is_not_a_one_to_one_alignment_as_in_dnadiff(tmp_path
     # dnadiff's 1-to-1 set keeps one alignment per reference position, its M-to-M set all three.
     reference, _, _ = simulated(7)
     pieces = [reference, reference[3000:6000], reverse_complement_text(reference[8000:9500])]
-    (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")
-    (tmp_path / "asm.fa").write_text("".join(f">c{k}\n{c}\n" for k, c in enumerate(pieces)))
-    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "asm.fa"), "-t", str(tmp_path / "ref.fa"),
-                           "-p", str(tmp_path / "asm"), "--backend", "cpu"], check=True, capture_output=True)
-    subprocess.run(["dnadiff", "-p", str(tmp_path / "dnadiff"), str(tmp_path / "ref.fa"),
-                    str(tmp_path / "asm.fa")], check=True, capture_output=True)
-    theirs = report_rows(tmp_path / "dnadiff.report")
-    ours = report_rows(tmp_path / "asm.report")
+    ours, theirs = ours_and_dnadiff(tmp_path, reference, [(f"c{k}", c) for k, c in enumerate(pieces)])
     assert ours["1-to-1"] == theirs["1-to-1"] == ("1", "1")
     assert ours["M-to-M"] == theirs["M-to-M"] == ("3", "3")
     assert ours["AlignedBases"] == theirs["AlignedBases"]

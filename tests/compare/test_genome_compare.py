@@ -235,9 +235,10 @@ def test_a_piece_from_another_record_is_one_translocation(orientation, seed):
 
 def _copies_by_definition(work, blocks, evalue):
     """The repeat copies as defined (compare.api._repeat_copies): each uncovered reference stretch
-    aligned (exact local) with every contig on both strands one pair at a time, the best kept
+    (``uncovered_stretches``) aligned (exact local) with every contig on both strands one pair at a time, the best kept
     (ties: contig order, then '+') if its E-value and identity pass; as (contig, strand, contig
     interval, reference interval, CIGAR of the reference stretch against the contig)."""
+    from gpualign_plugin.compare.api import uncovered_stretches
     from gpualign_plugin.pairwise.api import align_sequences
     from gpualign_plugin.scoring import Sequence
     from gpualign_plugin.statistics import parameters_for
@@ -246,23 +247,18 @@ def _copies_by_definition(work, blocks, evalue):
     contigs = list(work.queries.values())
     residues = sum(len(c) for c in contigs)
     found = []
-    for target in work.targets.values():
-        covered = sorted((b.target_start, b.target_end) for b in blocks if b.target_id == target.id)
-        at = 0
-        for start, end in covered + [(len(target), len(target))]:
-            if start - at >= work.min_event:
-                piece = Sequence(target.id, "", target.codes[at:start])
-                best = None
-                for contig in contigs:
-                    for strand in ("+", "-"):
-                        hit = align_sequences(piece, contig, work.scheme, "local", strand=strand)
-                        if hit is not None and (best is None or hit.score > best.score):
-                            best = hit
-                if (best is not None and best.identity >= work.min_identity
-                        and parameters.evalue(best.score, len(piece), residues, len(contigs)) <= evalue):
-                    found.append((best.target_id, best.strand, best.target_start, best.target_end,
-                                  at + best.query_start, at + best.query_end, best.cigar.runs))
-            at = max(at, end)
+    for target, start, end in uncovered_stretches(work, blocks):
+        piece = Sequence(target.id, "", target.codes[start:end])
+        best = None
+        for contig in contigs:
+            for strand in ("+", "-"):
+                hit = align_sequences(piece, contig, work.scheme, "local", strand=strand)
+                if hit is not None and (best is None or hit.score > best.score):
+                    best = hit
+        if (best is not None and best.identity >= work.min_identity
+                and parameters.evalue(best.score, len(piece), residues, len(contigs)) <= evalue):
+            found.append((best.target_id, best.strand, best.target_start, best.target_end,
+                          start + best.query_start, start + best.query_end, best.cigar.runs))
     return found
 
 
