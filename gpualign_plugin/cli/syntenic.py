@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.runtime.backend import resolve_backend
 
-    scheme = scheme_from_args(args)
+    scheme = scheme_from_args(args, (args.query, args.target))
     block_penalty = args.block_penalty if args.block_penalty is not None else default_block_penalty(scheme)
     if block_penalty < 1:
         raise InputError(f"--block-penalty must be 1 or more, got {block_penalty}")

@@ -95,3 +95,23 @@ def test_output_directories_are_made_and_counts_agree(tmp_path, run):
     (2, ("alignment",), "2 alignments"), (1, ("alignment",), "1 alignment")])
 def test_counted(number, words, expected):
     assert counted(number, *words) == expected
+
+
+def test_syntenic_scoring_defaults_follow_protein_sequences(tmp_path, run):
+    # Before, syntenic built its scheme without looking at the files: protein records without
+    # --matrix stopped with "character 'K' is not in the dna alphabet" although its help gives
+    # a protein default block penalty (60).
+    (tmp_path / "q.fa").write_text(PROTEINS.split(">p2")[0])
+    (tmp_path / "t.fa").write_text(TARGET_PROTEIN)
+    common = ["syntenic", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--backend", "cpu"]
+    status, err = run(*common, "-o", str(tmp_path / "auto"))
+    assert status == 0, err
+    assert [line for line in err.splitlines() if "look like" in line] == [SAID_PROTEIN]
+    status, err = run(*common, "--matrix", "BLOSUM62", "-o", str(tmp_path / "given"))
+    assert status == 0 and "look like" not in err
+
+    def blocks(prefix):
+        return [line for line in (tmp_path / f"{prefix}.blocks.tsv").read_text().splitlines()
+                if not line.startswith("# command")]
+    assert blocks("auto") == blocks("given")
+    assert "BLOSUM62" in blocks("auto")[0] and "block penalty 60" in blocks("auto")[0]
