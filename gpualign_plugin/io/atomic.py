@@ -7,17 +7,32 @@ file under the final name: either the complete file is there or nothing is.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from typing import Iterator
+
+_FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+"""Errors of writing an output (disk full, quota, read-only file system) that the command line
+reports as one line naming the output, like an output directory that cannot be written."""
+
+
+def _output_error(exc: OSError, path: str):
+    """The :class:`~gpualign_plugin.errors.InputError` for an output that cannot be written."""
+    from gpualign_plugin.errors import InputError
+
+    return InputError(f"cannot be written: {exc.strerror or exc}", path=path)
 
 
 def _temporary(path: str, suffix: str = "") -> str:
     """A new empty temporary file beside ``path`` (its directory created if missing)."""
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part" + suffix,
-                               dir=directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
+                                   suffix=".part" + suffix, dir=directory)
+    except OSError as exc:
+        raise _output_error(exc, path) from exc
     os.close(fd)
     return tmp
 
@@ -44,9 +59,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     try:
         yield tmp
         _publish(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in _FULL_OR_READ_ONLY:
+            raise _output_error(exc, path) from exc
         raise
 
 

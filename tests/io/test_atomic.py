@@ -59,3 +59,34 @@ def test_atomic_writes_create_their_directory(tmp_path):
     with atomic_text(tmp_path / "new" / "dir" / "x.txt") as handle:
         handle.write("done\n")
     assert (tmp_path / "new" / "dir" / "x.txt").read_text() == "done\n"
+
+
+@pytest.mark.parametrize("where", ["create", "write"])
+def test_an_output_that_cannot_be_written_is_one_line_and_status_2(tmp_path, monkeypatch, capsys, where):
+    # A read-only file system or a full disk (or a directory such as /proc that root may
+    # "write" but no file can be made in) ended in a traceback and status 1 after all the work.
+    import errno
+
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io import atomic
+
+    if where == "create":
+        def refuse(*args, **kwargs):
+            raise OSError(errno.EROFS, "Read-only file system")
+        monkeypatch.setattr(atomic.tempfile, "mkstemp", refuse)
+    else:
+        def full(tmp, path):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(atomic, "_publish", full)
+    (tmp_path / "q.fa").write_text(">q\nACGTACGTTTGACCA\n")
+    (tmp_path / "t.fa").write_text(">t\nGGACGTACGTTTGACCAGG\n")
+    out = tmp_path / "out.paf"
+    status = main(["pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--mode",
+                   "global", "--backend", "cpu", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert status == 2
+    message = [line for line in err.splitlines() if "error" in line]
+    reason = "Read-only file system" if where == "create" else "No space left on device"
+    assert message == [f"gpualign: error: {out}: cannot be written: {reason}"]
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.fa", "t.fa"]
