@@ -14,8 +14,9 @@ import time
 import numpy as np
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line, counted,
-                                        describe_device, output_formats, scheme_from_args)
+                                        add_scoring_options, apply_threads, check_sam_query_names,
+                                        command_line, counted, describe_device, output_formats,
+                                        scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 
@@ -158,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     threads = apply_threads(args.threads)
     queries = read_fasta_arrays(args.query, scheme.alphabet)  # each file read on every core
     targets = read_fasta_arrays(args.target, scheme.alphabet)
+    if any(fmt in ("sam", "bam") for _, fmt in outputs):
+        check_sam_query_names(queries.names, args.query)
     query_index, target_index = pair_indices(queries, targets, args.pairs, args.query, args.target)
     pairs = SequencePairs.of_records(queries, targets, query_index, target_index)
     engine = resolve_backend(args.backend, args.device)

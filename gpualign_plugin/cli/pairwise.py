@@ -9,9 +9,9 @@ import math
 import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line, counted,
-                                        describe_device, end_phases, memory_size, output_formats,
-                                        scheme_from_args)
+                                        add_scoring_options, apply_threads, check_sam_query_names,
+                                        command_line, counted, describe_device, end_phases, memory_size,
+                                        output_formats, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 from gpualign_plugin.pairwise.placement import DEFAULT_EVALUE, ZDROP_BITS
@@ -134,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         check_writable(path)
     queries = read_fasta(args.query, scheme)
     targets = read_fasta(args.target, scheme)
+    if any(fmt in ("sam", "bam") for _, fmt in outputs):
+        check_sam_query_names((q.id for q in queries), args.query)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     pairs = read_pairs_file(args.pairs, queries, targets) if args.pairs else None
     min_score = args.min_score if args.min_score is not None else (1 if args.mode == "local" else None)

@@ -121,15 +121,20 @@ def test_sam_header_records_the_arguments_main_was_given(tmp_path):
         assert handle.header.to_dict()["PG"][0]["CL"] == " ".join(["gpualign"] + args)
 
 
-@pytest.mark.parametrize("case", ["unequal", "unknown_id", "extension"])
+@pytest.mark.parametrize("case", ["unequal", "unknown_id", "extension", "long_name"])
 def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
-    (tmp_path / "q.fa").write_text(">q0\nACGTACGT\n>q1\nACGTTT\n")
+    long_name = "q" * 300
+    if case == "long_name":  # SAM's QNAME holds at most 254 characters (was a traceback)
+        (tmp_path / "q.fa").write_text(f">{long_name}\nACGTACGT\n")
+    else:
+        (tmp_path / "q.fa").write_text(">q0\nACGTACGT\n>q1\nACGTTT\n")
     (tmp_path / "t.fa").write_text(">t0\nACGTACGT\n")
-    out = tmp_path / ("o.xyz" if case == "extension" else "o.tsv")
+    out = tmp_path / {"extension": "o.xyz", "long_name": "o.sam"}.get(case, "o.tsv")
     args = ["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--out", str(out)]
     expected = {"unequal": "2 query records but 1 target records",
                 "unknown_id": "target id 't9' is not in the target file",
-                "extension": "cannot tell the output format"}[case]
+                "extension": "cannot tell the output format",
+                "long_name": "record name is 300 characters long; SAM and BAM allow at most 254"}[case]
     if case == "unknown_id":
         (tmp_path / "pairs.txt").write_text("q0 t0\nq1 t9\n")
         args += ["--pairs", str(tmp_path / "pairs.txt")]

@@ -192,6 +192,8 @@ BAD_INPUTS = [
     ("dna_for_protein", ">d\nACGTACGTACGTACGTAAC\n", ["--matrix", "BLOSUM62", "--strand", "plus"],
      ["record 'd'", "nucleotides"]),
     ("duplicate", ">a\nACGT\n>a\nACGT\n", [], ["record 'a'", "duplicate"]),
+    # SAM's QNAME holds at most 254 characters: before, a traceback once every pair was aligned.
+    ("name_too_long_for_sam", ">" + "r" * 255 + "\nACGT\n", [], ["255 characters", "at most 254"]),
     ("bad_gap_open", ">a\nACGT\n", ["--gap-open", "-2"], ["--gap-open"]),
     ("bad_gap_extend", ">a\nACGT\n", ["--gap-extend", "0"], ["--gap-extend"]),
     ("bad_extension", ">a\nACGT\n", ["--out", "{tmp}/x.xyz"], ["output format"]),
