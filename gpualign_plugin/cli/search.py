@@ -209,6 +209,10 @@ def run(args: argparse.Namespace) -> int:
             resolve_backend("gpu", device)
     threads = apply_threads(args.threads)
     queries = read_fasta(args.query, scheme)
+    if args.out_sam:
+        from gpualign_plugin.io.sam import check_query_names
+
+        check_query_names((q.id for q in queries), path=args.query)  # before the search, not after
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     database = load_database(args.db, scheme, verify="background")
     names, lengths = database.names, database.lengths.tolist()

@@ -57,6 +57,23 @@ from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_
 Target = Union[Sequence, tuple]
 """A target record: a :class:`Sequence`, or ``(name, length)`` when only the header needs it."""
 
+QNAME_MAX_LENGTH = 254
+"""The longest query name SAM's QNAME (``[!-?A-~]{1,254}``) and BAM's ``l_read_name`` hold."""
+
+
+def check_query_names(names: Iterable[str], path: str | None = None) -> None:
+    """Raise :class:`InputError` for the first name longer than :data:`QNAME_MAX_LENGTH`.
+
+    Lengths are counted in the bytes pysam writes (UTF-8). ``path`` (the query file)
+    is named in the message when given.
+    """
+    for name in names:
+        length = len(name.encode("utf-8"))
+        if length > QNAME_MAX_LENGTH:
+            raise InputError(f"query name of {length} characters; SAM/BAM query names (QNAME) "
+                             f"hold at most {QNAME_MAX_LENGTH}", path=path, record=name)
+
+
 BAI_MAX_LENGTH = 1 << 29
 """Longest reference a ``.bai`` index can address (2^29 bp, about 537 Mbp); longer ones need ``.csi``."""
 
@@ -344,6 +361,8 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
 
     Raises
     ------
+    InputError
+        A query name longer than SAM's QNAME allows (:data:`QNAME_MAX_LENGTH`).
     ValueError
         An alignment on an unknown target or one given without its sequence, a
         missing query, lengths that disagree with the records, or a bad ``fmt``.
@@ -368,6 +387,7 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
     queries = queries or {}
     sa_tags = supplementary_tags(alignments)
     unmapped = list(unmapped)
+    check_query_names([a.query_id for a in alignments] + [q.id for q in unmapped])
 
     def write(tmp: str) -> None:
         with pysam.AlignmentFile(tmp, "wb" if fmt == "bam" else "w", header=header) as out:

@@ -342,7 +342,8 @@ def test_cli_dna_minus_strand_blast_coordinates(tmp_path):
     assert row["pident"] == 100.0 and row["length"] == 60
 
 
-@pytest.mark.parametrize("case", ["bad_residue", "shard_with_blast", "missing_shard", "no_output"])
+@pytest.mark.parametrize("case", ["bad_residue", "shard_with_blast", "missing_shard", "no_output",
+                                  "query_name_too_long_for_sam"])
 def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths, capsys, case):
     query, db = fixture_paths
     out = tmp_path / "o.m8"
@@ -358,6 +359,12 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths,
                        "--out-hits", tmp_path / "p0.hits") == 0
         args = ["merge-hits", tmp_path / "p0.hits", "--out-blast", out]
         expected = "shard(s) 1 of 2 missing"
+    elif case == "query_name_too_long_for_sam":
+        # SAM's QNAME holds 254 characters at most (pysam raised ValueError after the search).
+        (tmp_path / "q.fa").write_text(">q" + "x" * 299 + " long\nMKVLAAGIVGLLLAW\n")
+        args = ["search", "-q", tmp_path / "q.fa", "-d", db, "--out-blast", out,
+                "--out-sam", tmp_path / "o.sam"]
+        expected = "record 'q" + "x" * 299 + "': query name of 300 characters"
     else:
         args = ["search", "-q", query, "-d", db]
         expected = "no output requested"
