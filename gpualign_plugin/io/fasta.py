@@ -72,7 +72,7 @@ def iter_fasta_text(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
                         raise InputError("duplicate record name", path=path, record=name,
                                          position=line_number, position_kind="line")
                     seen.add(name)
-                    header = (name, words[1] if len(words) > 1 else "")
+                    header = (name, words[1] if len(words) > 1 else "", line_number)
                     chunks = []
                 elif header is None:
                     if line.startswith(";"):
@@ -91,10 +91,11 @@ def iter_fasta_text(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
         raise InputError("no FASTA records", path=path)
 
 
-def _finish(path: str, header: tuple[str, str], chunks: list[str]) -> tuple[str, str, str]:
+def _finish(path: str, header: tuple[str, str, int], chunks: list[str]) -> tuple[str, str, str]:
     text = "".join(chunks)
     if not text:
-        raise InputError("record has an empty sequence", path=path, record=header[0])
+        raise InputError("record has an empty sequence", path=path, record=header[0],
+                         position=header[2], position_kind="line")  # the header's line
     return header[0], header[1], text
 
 
