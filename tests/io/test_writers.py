@@ -653,3 +653,33 @@ def test_vcf_alleles_with_ambiguity_codes_are_written_as_n(tmp_path):
                                                          (20, "G", ("GNT",))]
     if shutil.which("bcftools"):
         subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True)
+
+
+def test_aligned_fasta_and_clustal_rows_with_one_record_id_are_named_by_their_source():
+    """Three genomes' records of one id (``--fasta human=hs.fa mouse=mm.fa dog=cf.fa``, each
+    holding ``chr1``) were three ``>chr1`` records, which Biopython refuses to index, and three
+    ``chr1`` rows in Clustal that no reader could tell apart; they are named by their MAF source
+    (GENOME.RECORD), and distinct ids stay as they are."""
+    from Bio import AlignIO, SeqIO
+
+    from gpualign_plugin.io.msa import write_aligned_fasta, write_clustal
+    from gpualign_plugin.model import MultipleAlignment
+
+    rows = ("ACGT-A", "ACGTTA", "AC-TTA")
+    common = dict(rows=rows, score=5, starts=(0, 0, 0), ends=(5, 6, 5), strands=("+", "+", "+"),
+                  source_lengths=(5, 6, 5))
+    alike = MultipleAlignment(ids=("chr1",) * 3, sources=("hs.chr1", "mm.chr1", "cf.chr1"), **common)
+    fasta, clustal = io.StringIO(), io.StringIO()
+    write_aligned_fasta(fasta, alike)
+    write_clustal(clustal, alike)
+    fasta.seek(0)
+    assert list(SeqIO.to_dict(SeqIO.parse(fasta, "fasta"))) == ["hs.chr1", "mm.chr1", "cf.chr1"]
+    assert ">hs.chr1 source=hs.chr1 start=0 end=5 strand=+" in fasta.getvalue()
+    clustal.seek(0)
+    assert [r.id for r in AlignIO.read(clustal, "clustal")] == ["hs.chr1", "mm.chr1", "cf.chr1"]
+    # The same record three times (one file given thrice): numbered.
+    same = MultipleAlignment(ids=("x",) * 3, sources=("x",) * 3, **common)
+    fasta = io.StringIO()
+    write_aligned_fasta(fasta, same)
+    assert [line.split()[0] for line in fasta.getvalue().splitlines() if line.startswith(">")] == \
+        [">x_1", ">x_2", ">x_3"]
