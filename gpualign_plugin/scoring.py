@@ -85,8 +85,9 @@ class Alphabet:
         ------
         InputError
             At the first character outside the alphabet, naming ``path``, ``record``
-            and the 1-based position; for a DNA alphabet given protein, or a protein
-            alphabet given nucleotides, the message says so.
+            and the 1-based position; for a DNA alphabet given protein, the message says
+            so. (Nucleotides given to the protein alphabet are valid letters: the FASTA
+            readers judge a whole file, :func:`gpualign_plugin.io.fasta.read_fasta`.)
         """
         raw = np.frombuffer(text.encode("latin-1", errors="replace"), dtype=np.uint8)
         codes = self.lookup(raw)
@@ -100,9 +101,6 @@ class Alphabet:
                 hint = " (the sequence looks like protein but the scoring scheme is for DNA)"
             raise InputError(f"character {char!r} is not in the {self.name} alphabet{hint}",
                              path=path, record=record, position=pos + 1)
-        if self.name == "protein" and looks_like_nucleotide(text):
-            raise InputError("the sequence looks like nucleotides but the scoring scheme is for "
-                             "protein (give --match/--mismatch for DNA)", path=path, record=record)
         return codes
 
     def lookup(self, raw: np.ndarray) -> np.ndarray:

@@ -88,9 +88,26 @@ def test_protein_given_to_a_dna_scheme_names_record_and_position():
     assert "protein" in str(err.value)
 
 
-def test_nucleotides_given_to_a_protein_scheme_are_refused():
-    with pytest.raises(InputError, match="looks like nucleotides"):
-        ScoringScheme.from_matrix("BLOSUM62").encode("r", "ACGTTGCAACGTAGCT", path="p.fa")
+def test_a_nucleotide_file_given_to_a_protein_scheme_is_refused_but_a_glycine_rich_protein_is_read(tmp_path):
+    # The file is judged as a whole: a DNA file given by mistake is refused by both readers with
+    # the same line; one Gly/Ala-rich protein (all its letters A, C, G, T) among others is read.
+    from gpualign_plugin.io.fasta import read_fasta, read_fasta_arrays
+
+    protein = ScoringScheme.from_matrix("BLOSUM62")
+    dna = tmp_path / "dna.fa"
+    dna.write_text(">r1\nACGTTGCAACGTAGCT\n>r2\nACGTNACGTM\n")
+    mixed = tmp_path / "proteins.fa"
+    mixed.write_text(">grp\nGGAGGGAGGGTGGGAGGAGGCGG\n>kin\nMKVLAAGIVGLLLAWKKWHEFYQRS\n")
+    messages = set()
+    for read in (lambda path: read_fasta(path, protein), lambda path: read_fasta_arrays(path, PROTEIN)):
+        with pytest.raises(InputError, match="look like nucleotides") as err:
+            read(dna)
+        assert str(err.value).startswith(f"{dna}: record 'r1':")
+        messages.add(str(err.value))
+        records = read(mixed)
+        assert len(getattr(records, "names", records)) == 2
+    assert len(messages) == 1
+    assert len(protein.encode("r", "ACGTTGCAACGTAGCT").codes) == 16  # one sequence: valid letters
 
 
 def test_score_range_check_refuses_overflowing_sizes():

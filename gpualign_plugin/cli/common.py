@@ -54,22 +54,36 @@ def sequence_kind(text: str) -> str:
     return "protein"
 
 
-def detected_kind(paths) -> str | None:
-    """The kind (``'dna'``/``'protein'``) the first record of every FASTA in ``paths`` agrees on.
+KIND_SAMPLE = 100_000
+"""Residues of a file's first records that :func:`detected_kind` judges."""
+KIND_RECORDS = 1_000
+"""Most records of a file that :func:`detected_kind` reads."""
 
-    A path that is not a readable FASTA file here (a prepared search database, a missing
-    file: reading it later gives the proper error) is passed over. ``None`` when the
-    files disagree or none could be read. Reads one record of each file.
+
+def detected_kind(paths) -> str | None:
+    """The kind (``'dna'``/``'protein'``) the first records of every FASTA in ``paths`` agree on.
+
+    Each file is judged on its first records together (up to :data:`KIND_SAMPLE` residues
+    or :data:`KIND_RECORDS` records), so that one Gly/Ala-rich protein at the top of a
+    protein database does not make it DNA. A path that is not a readable FASTA file here (a
+    prepared search database, a missing file: reading it later gives the proper error) is
+    passed over. ``None`` when the files disagree or none could be read.
     """
     from gpualign_plugin.io.fasta import iter_fasta_text
 
     kinds = set()
     for path in paths:
+        sample, size = [], 0
         try:
-            _, _, text = next(iter(iter_fasta_text(path)))
-        except (InputError, OSError, StopIteration, UnicodeDecodeError):
-            continue
-        kinds.add(sequence_kind(text[:100_000]))
+            for _, _, text in iter_fasta_text(path):
+                sample.append(text[:KIND_SAMPLE - size])
+                size += len(sample[-1])
+                if size >= KIND_SAMPLE or len(sample) >= KIND_RECORDS:
+                    break
+        except (InputError, OSError, UnicodeDecodeError):
+            pass  # judged on the records before the error, if any; reading it later words the error
+        if sample:
+            kinds.add(sequence_kind("".join(sample)))
     return kinds.pop() if len(kinds) == 1 else None
 
 
@@ -77,8 +91,8 @@ def scheme_from_args(args: argparse.Namespace, inputs=()) -> ScoringScheme:
     """Build the :class:`ScoringScheme` the scoring options describe.
 
     Without ``--matrix`` and ``--match/--mismatch``, the defaults follow the sequences:
-    when the first record of every FASTA file in ``inputs`` looks like protein (or every
-    one like DNA) and the subcommand's own default is the other kind, the defaults of that
+    when the first records of every FASTA file in ``inputs`` look like protein (or every
+    file's like DNA, :func:`detected_kind`) and the subcommand's own default is the other kind, the defaults of that
     kind are used (BLOSUM62, gaps 11+k; or match 2, mismatch -3, gaps 5+2k) and one log
     line says so.
     """

@@ -103,15 +103,23 @@ def read_fasta(path: str | os.PathLike, scheme: ScoringScheme) -> list[Sequence]
     """Read and encode every record of ``path`` with ``scheme``'s alphabet.
 
     Each :class:`~gpualign_plugin.scoring.Sequence` keeps the text as read
-    (case kept). Errors name the file, the record and the 1-based position.
+    (case kept). Errors name the file, the record and the 1-based position. A protein
+    scheme refuses a file whose residues, all records together, look like nucleotides
+    (:func:`~gpualign_plugin.scoring.looks_like_nucleotide`): a DNA file given by mistake;
+    one Gly/Ala-rich protein among others is read.
     """
     path = os.fspath(path)
-    return [scheme.encode(name, text, path=path, description=description)
-            for name, description, text in iter_fasta_text(path)]
+    records = [scheme.encode(name, text, path=path, description=description)
+               for name, description, text in iter_fasta_text(path)]
+    if scheme.alphabet is PROTEIN and records:
+        _refuse_nucleotide_file(np.frombuffer("".join(r.text for r in records).encode("latin-1"),
+                                              dtype=np.uint8), path, records[0].id)
+    return records
 
 
 def iter_fasta(path: str | os.PathLike, scheme: ScoringScheme) -> Iterator[Sequence]:
-    """Stream the encoded records of ``path`` (for databases larger than memory)."""
+    """Stream the encoded records of ``path`` (for databases larger than memory); unlike
+    :func:`read_fasta`, without the whole-file check of a protein file's residues."""
     path = os.fspath(path)
     for name, description, text in iter_fasta_text(path):
         yield scheme.encode(name, text, path=path, description=description)
@@ -240,8 +248,8 @@ def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> FastaArrays | Non
         return None  # an empty record or header, or a repeated name: the record reader words the error
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if alphabet is PROTEIN and _any_nucleotide_like(text, offsets):
-        return None
+    if alphabet is PROTEIN:
+        _refuse_nucleotide_file(text, path, names[0])
     return FastaArrays(alphabet.name, codes, text, offsets, names, descriptions, path)
 
 
@@ -353,18 +361,21 @@ def _header_fields(headers: np.ndarray) -> tuple[list | None, list]:
     return names, descriptions
 
 
-def _any_nucleotide_like(text: np.ndarray, offsets: np.ndarray) -> bool:
-    """Whether any record is what :func:`gpualign_plugin.scoring.looks_like_nucleotide` flags.
-
-    Every byte here is in the protein alphabet, so the letters are all but ``*``.
-    """
+def _refuse_nucleotide_file(text: np.ndarray, path: str, first: str) -> None:
+    """Raise :class:`InputError` (naming ``path`` and its first record ``first``) when the
+    residue bytes ``text`` of a whole protein file are what
+    :func:`gpualign_plugin.scoring.looks_like_nucleotide` flags: at least 10 letters, 90% or
+    more of them A, C, G, T, U or N (``*``, the only other byte here, is no letter)."""
     nucleotide = np.zeros(256, dtype=bool)
     for letter in NUCLEOTIDE_LIKE:
         nucleotide[ord(letter)] = nucleotide[ord(letter.lower())] = True
-    starts = offsets[:-1]
-    hits = np.add.reduceat(nucleotide[text].astype(np.int64), starts)
-    letters = (offsets[1:] - starts) - np.add.reduceat((text == ord("*")).astype(np.int64), starts)
-    return bool(((letters >= 10) & (hits >= 0.9 * letters)).any())
+    letters = len(text) - int(np.count_nonzero(text == ord("*")))
+    hits = int(np.count_nonzero(nucleotide[text]))
+    if letters >= 10 and hits >= 0.9 * letters:
+        raise InputError(f"the records look like nucleotides ({100.0 * hits / letters:.0f}% A, C, G, T, "
+                         "U, N) but the scoring scheme is for protein (DNA needs DNA scoring: --match/--mismatch, "
+                         "or makedb --alphabet dna)",
+                         path=path, record=first)
 
 
 def _parse_by_records(path: str, alphabet: Alphabet) -> FastaArrays:
@@ -376,6 +387,7 @@ def _parse_by_records(path: str, alphabet: Alphabet) -> FastaArrays:
         codes.append(alphabet.encode(text, path=path, record=name))
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum([len(t) for t in texts], out=offsets[1:])
-    return FastaArrays(alphabet.name, np.concatenate(codes),
-                       np.frombuffer(b"".join(texts), dtype=np.uint8), offsets, names, descriptions,
-                       path)
+    text = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    if alphabet is PROTEIN and names:
+        _refuse_nucleotide_file(text, path, names[0])
+    return FastaArrays(alphabet.name, np.concatenate(codes), text, offsets, names, descriptions, path)

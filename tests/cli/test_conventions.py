@@ -43,6 +43,20 @@ def test_detected_kind_needs_every_file_to_agree(tmp_path):
     assert detected_kind([tmp_path / "d.fa", tmp_path / "missing.fa"]) == "dna"
 
 
+def test_a_protein_database_led_by_a_glycine_rich_record_is_protein_and_searched(tmp_path):
+    # The first record's letters are all A, C, G, T (a Gly/Ala-rich protein); the file's first
+    # records together are protein: makedb and search take it with BLOSUM62, and the record is read.
+    from gpualign_plugin.cli.main import main
+
+    (tmp_path / "db.fa").write_text(">grp\nGGAGGGAGGGTGGGAGGAGGCGG\n" + PROTEINS)
+    (tmp_path / "q.fa").write_text(">grp_query\nMKVLGGAGGGAGGGTGGGAGGAGGCGGW\n")
+    assert detected_kind([tmp_path / "db.fa"]) == "protein"
+    assert main(["makedb", "--db", str(tmp_path / "db.fa"), "--out", str(tmp_path / "db.gadb")]) == 0
+    assert main(["search", "-q", str(tmp_path / "q.fa"), "-d", str(tmp_path / "db.gadb"), "--matrix",
+                 "BLOSUM62", "--backend", "cpu", "--out-blast", str(tmp_path / "hits.m8")]) == 0
+    assert (tmp_path / "hits.m8").read_text().split("\t")[1] == "grp"
+
+
 SAID_PROTEIN = ("gpualign: the sequences look like protein: scoring with BLOSUM62, gap open 11, "
                 "extend 1 (--matrix or --match/--mismatch choose otherwise)")
 SAID_DNA = ("gpualign: the sequences look like DNA: scoring with match 2, mismatch -3, gap open 5, "

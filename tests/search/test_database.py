@@ -19,6 +19,8 @@ from gpualign_plugin.search.database import (load_database, open_database, read_
                                              write_database)
 from paths import DATA
 
+PROTEIN_SCHEME = ScoringScheme.from_matrix("BLOSUM62")
+
 BLOSUM62 = ScoringScheme.from_matrix("BLOSUM62", 11, 1)
 QUERIES = os.path.join(DATA, "search_queries.fa")
 DB = os.path.join(DATA, "search_db.fa")
@@ -64,7 +66,7 @@ def test_bulk_reader_equals_the_record_reader(tmp_path, name, text, alphabet):
 
 @pytest.mark.parametrize("text", [
     "", "\n \n", "MKV\n", ">a\nMKV\n>b\n\n>c\nMK\n", ">a\nMKV\n>a\nMK\n", "> \nMKV\n", ">a\nMK1V\n",
-    ">a\nMKV\n>b\nACGTACGTACGTAC\n", ">a\nMKV\n >b\nMKV\n", ">a\nMKV\n>b",
+    ">a\nACGTACGTAC\n>b\nACGTACGTACGTAC\n", ">a\nMKV\n >b\nMKV\n", ">a\nMKV\n>b",
 ], ids=["empty", "blank", "no_header", "empty_record", "duplicate", "no_name", "bad_residue",
         "nucleotides", "indented_header", "header_only_at_end"])
 def test_bulk_reader_errors_are_the_record_readers(tmp_path, text):
@@ -187,22 +189,31 @@ def test_makedb_alphabet_follows_the_records(tmp_path):
     assert open_database(tmp_path / "protein.gadb").alphabet == PROTEIN.name
 
 
-def test_nucleotide_like_records_are_found_as_the_record_reader_finds_them():
-    # Records around the 90% / 10-letter thresholds, with stops ('*', not a letter) and lower case.
+def test_a_protein_file_is_refused_as_nucleotides_by_both_readers_alike(tmp_path):
+    # Files around the 90% / 10-letter thresholds, with stops ('*', not a letter) and lower case:
+    # the bulk reader and the record reader refuse exactly the files whose residues, all records
+    # together, looks_like_nucleotide flags.
+    from gpualign_plugin.io.fasta import read_fasta_arrays
     from gpualign_plugin.scoring import looks_like_nucleotide
-    from gpualign_plugin.io.fasta import _any_nucleotide_like
 
     rng = np.random.default_rng(11)
     pool = np.array(list("ACGTNacgtnMKVLWY*"))
-    records = ["ACGTACGTA", "ACGTACGTAC", "ACGTACGTA*C", "ACGTACGTAM", "ACGTACGTAMM", "*" * 12]
     weights = np.r_[[0.09] * 10, [0.01] * 6, [0.04]]
-    records += ["".join(rng.choice(pool, int(rng.integers(1, 40)), p=weights)) for _ in range(300)]
-    for record in records:
-        text = np.frombuffer(record.encode("latin-1"), dtype=np.uint8)
-        offsets = np.array([0, len(text)], dtype=np.int64)
-        assert _any_nucleotide_like(text, offsets) == looks_like_nucleotide(record), record
-    flagged = sum(map(looks_like_nucleotide, records))
-    assert 20 < flagged < len(records) - 20  # both kinds, many of each
-    joined = np.frombuffer("".join(records).encode("latin-1"), dtype=np.uint8)
-    offsets = np.cumsum([0] + [len(r) for r in records]).astype(np.int64)
-    assert _any_nucleotide_like(joined, offsets) == any(map(looks_like_nucleotide, records))
+    files = [["ACGTACGTA"], ["ACGTACGTAC"], ["ACGTACGTA*C"], ["ACGTACGTAM"], ["ACGTACGTAMM"], ["*" * 12, "MK"]]
+    files += [["".join(rng.choice(pool, int(rng.integers(1, 40)), p=weights))
+               for _ in range(int(rng.integers(1, 4)))] for _ in range(200)]
+    refused = 0
+    for k, records in enumerate(files):
+        path = tmp_path / f"f{k}.fa"
+        path.write_text("".join(f">r{j}\n{text}\n" for j, text in enumerate(records)))
+        expected = looks_like_nucleotide("".join(records))
+        outcomes = []
+        for read in (lambda: read_fasta_arrays(path, PROTEIN), lambda: read_fasta(path, PROTEIN_SCHEME)):
+            try:
+                read()
+                outcomes.append(None)
+            except InputError as err:
+                outcomes.append(str(err))
+        assert outcomes[0] == outcomes[1] and (outcomes[0] is not None) == expected, (records, outcomes)
+        refused += expected
+    assert 20 < refused < len(files) - 20  # both kinds, many of each
