@@ -66,7 +66,7 @@ def register(subparsers) -> None:
     parser.add_argument("--pairs", metavar="FILE",
                         help="align only these pairs: 'QUERY_ID TARGET_ID' a line (local mode: each listed "
                              "query is placed on its listed targets, which are then its whole database; "
-                             "queries not listed are left out)")
+                             "queries not listed are left out; a repeated line is aligned once)")
     parser.add_argument("--min-score", type=int, metavar="N",
                         help="drop alignments scoring below N [local: 1; global/semiglobal: keep all]")
     parser.add_argument("--zdrop", type=float, default=ZDROP_BITS, metavar="BITS",
@@ -138,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
         check_sam_query_names((q.id for q in queries), args.query)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     pairs = read_pairs_file(args.pairs, queries, targets) if args.pairs else None
+    if pairs is not None and len(set(pairs)) < len(pairs):
+        # A repeated line would align the pair twice: a copy that takes MAPQ to 0 as a tie.
+        log.info("%s listed more than once in %s: aligned once",
+                 counted(len(pairs) - len(set(pairs)), "pair"), args.pairs)
+        pairs = list(dict.fromkeys(pairs))
     min_score = args.min_score if args.min_score is not None else (1 if args.mode == "local" else None)
     engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)

@@ -149,6 +149,32 @@ def test_bad_pairs_file_gives_one_line_exit_2(genomes, tmp_path, capsys, content
     assert not (tmp_path / "x.paf").exists()
 
 
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+def test_a_pair_listed_twice_is_aligned_once(genomes, tmp_path, mode):
+    """A repeated --pairs line (pair lists concatenated from several sources) gave a second,
+    identical alignment: a secondary record with --secondary and MAPQ 0 on the primary, as
+    if the query had two equal placements."""
+    import pysam
+
+    query, target = genomes
+    once, twice = tmp_path / "once.txt", tmp_path / "twice.txt"
+    once.write_text("contig1 chr1\ncontig2 chr2\n")
+    twice.write_text("contig1 chr1\ncontig2 chr2\ncontig1\tchr1\n")
+    records = {}
+    for pairs in (once, twice):
+        out = tmp_path / f"{pairs.stem}.sam"
+        assert run_cli("-q", query, "-t", target, "--pairs", pairs, "--mode", mode, "--secondary",
+                       "--out", out, "--backend", "cpu") == 0
+        with pysam.AlignmentFile(str(out)) as handle:
+            records[pairs.stem] = [(r.query_name, r.flag, r.mapping_quality, r.cigarstring)
+                                   for r in handle]
+    assert records["twice"] == records["once"]
+    # One alignment per listed pair and strand (global and semiglobal align both strands).
+    strands = 1 if mode == "local" else 2
+    assert sorted(name for name, flag, _, _ in records["once"] if not flag & 2048) == \
+        ["contig1"] * strands + ["contig2"] * strands
+
+
 def test_stats_file_records_engine_cells_and_gcups(genomes, tmp_path):
     import json
 
