@@ -17,8 +17,9 @@ ambiguity code scores ``ambiguity`` (default -1).
 
 Protein alphabet: the 20 amino acids, ``B Z X``, ``U`` (selenocysteine), ``O``
 (pyrrolysine) and ``*`` (stop). Matrices come from
-``Bio.Align.substitution_matrices``; a letter the matrix lacks (``U`` and ``O``
-for the NCBI matrices) is scored with the matrix's ``X`` row and column.
+``Bio.Align.substitution_matrices``; a letter the matrix lacks is scored with the
+matrix's ``X`` row and column (``O`` for the NCBI matrices), except ``U``, scored as ``C``
+(blastp and ssearch36 do the same).
 """
 
 from __future__ import annotations
@@ -209,7 +210,8 @@ class ScoringScheme:
 
         Nucleotide matrices (all letters in the IUPAC DNA set) give a DNA scheme;
         others a protein scheme. Letters of our alphabet that the matrix lacks are
-        scored as ``X`` (protein) or ``N`` (DNA).
+        scored as ``X`` (protein) or ``N`` (DNA), but ``U`` (selenocysteine) as ``C``, as
+        blastp and ssearch36 score it.
         """
         from Bio.Align import substitution_matrices
 
@@ -227,7 +229,10 @@ class ScoringScheme:
             fallback = letters[-1]
 
         def column(letter: str) -> str:
-            return letter if letter in letters else fallback
+            if letter in letters:
+                return letter
+            # Selenocysteine scores as cysteine, as in blastp and ssearch36.
+            return "C" if alphabet is PROTEIN and letter == "U" and "C" in letters else fallback
 
         size = alphabet.size
         matrix = np.zeros((size, size), dtype=np.int32)

@@ -37,7 +37,7 @@ def test_protein_alphabet_holds_the_twenty_amino_acids_and_bzxuo_stop():
     assert set("ACDEFGHIKLMNPQRSTVWY") | set("BZXUO*") == set(PROTEIN.letters)
 
 
-def test_named_matrix_matches_biopython_and_scores_u_and_o_as_x():
+def test_named_matrix_matches_biopython_and_scores_o_as_x():
     from Bio.Align import substitution_matrices
 
     blosum = substitution_matrices.load("BLOSUM62")
@@ -46,8 +46,8 @@ def test_named_matrix_matches_biopython_and_scores_u_and_o_as_x():
     for a in "ARNDCQEGHILKMFPSTWYVBZX*":
         for b in "ARNDCQEGHILKMFPSTWYV":
             assert scheme.matrix[letters.index(a), letters.index(b)] == blosum[a, b]
-    u, x = letters.index("U"), letters.index("X")
-    assert np.array_equal(scheme.matrix[u], scheme.matrix[x])
+    o, x = letters.index("O"), letters.index("X")
+    assert np.array_equal(scheme.matrix[o], scheme.matrix[x])
 
 
 @pytest.mark.parametrize("name", ["BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "PAM30", "PAM70", "PAM250"])
@@ -116,3 +116,27 @@ def test_score_range_check_refuses_overflowing_sizes():
     with pytest.raises(InputError, match="overflow"):
         scheme.check_score_range(10**8, 10**8)
     assert scheme.score_bound(10**6, 10**6) < -NEG_INF // 2
+
+
+def test_selenocysteine_scores_as_cysteine_as_in_blastp(tmp_path):
+    # BLOSUM62 has no U; blastp and ssearch36 score it as C (O, which they disagree on, stays X).
+    import shutil
+    import subprocess
+
+    blosum = ScoringScheme.from_matrix("BLOSUM62")
+    u, c, o, x = (PROTEIN.letters.index(letter) for letter in "UCOX")
+    assert (blosum.matrix[u] == blosum.matrix[c]).all() and (blosum.matrix[:, u] == blosum.matrix[:, c]).all()
+    assert blosum.matrix[u, u] == blosum.matrix[c, c] == 9
+    assert (blosum.matrix[o] == blosum.matrix[x]).all()
+    if shutil.which("blastp") is None:
+        return
+    from gpualign_plugin.pairwise.api import align_sequences
+
+    query, subject = "MKWHWFYWPRWUWHYMWKFW", "MKWHWFYWPRWCWHYMWKFW"
+    (tmp_path / "q.fa").write_text(f">q\n{query}\n")
+    (tmp_path / "s.fa").write_text(f">s\n{subject}\n")
+    out = subprocess.run(["blastp", "-query", str(tmp_path / "q.fa"), "-subject", str(tmp_path / "s.fa"),
+                          "-comp_based_stats", "0", "-seg", "no", "-gapopen", "11", "-gapextend", "1",
+                          "-outfmt", "6 score"], check=True, capture_output=True, text=True).stdout
+    ours = align_sequences(blosum.encode("q", query), blosum.encode("s", subject), blosum, "local")
+    assert ours.score == int(out.split()[0])
