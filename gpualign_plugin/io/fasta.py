@@ -39,6 +39,15 @@ def _open_text(path: str):
     return open(path, "rt", encoding="latin-1", newline=None)
 
 
+def header_text(line: str) -> str:
+    """A header line read as latin-1 (every byte one character), as UTF-8 when its bytes are
+    valid UTF-8: names such as ``prot_β`` come out as written, not as ``prot_Î²``."""
+    try:
+        return line.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return line
+
+
 def iter_fasta_text(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
     """Yield ``(id, description, text)`` for each record of a FASTA file, streaming.
 
@@ -63,7 +72,7 @@ def iter_fasta_text(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
                 if line.startswith(">"):
                     if header is not None:
                         yield _finish(path, header, chunks)
-                    words = line[1:].strip().split(None, 1)
+                    words = header_text(line[1:]).strip().split(None, 1)
                     if not words:
                         raise InputError("record header has no name", path=path,
                                          position=line_number, position_kind="line")
@@ -347,10 +356,11 @@ def _scan(raw, bounds, whitespace, table):
 def _header_fields(headers: np.ndarray) -> tuple[list | None, list]:
     """Names and descriptions of newline-ended header lines (``None`` names when one has no name)."""
     lines = bytes(headers).decode("latin-1").split("\n")[:-1]
-    if not _WHITESPACE_MASK[headers[headers != _NEWLINE_BYTE]].any():
+    if (headers < 128).all() and not _WHITESPACE_MASK[headers[headers != _NEWLINE_BYTE]].any():
         if "" in lines:
             return None, []
         return lines, [""] * len(lines)
+    lines = [header_text(line) for line in lines]  # not ASCII: split as the record reader does
     names, descriptions = [], []
     for line in lines:
         words = line.strip().split(None, 1)

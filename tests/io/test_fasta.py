@@ -12,11 +12,12 @@ DNA = ScoringScheme.dna()
 
 
 def write(path, text, compress=False):
+    """``text`` as UTF-8 (a lone surrogate escape such as \\udce9 as its byte, here E9)."""
     if compress:
-        with gzip.open(path, "wt") as handle:
+        with gzip.open(path, "wt", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(text)
     else:
-        path.write_text(text)
+        path.write_text(text, encoding="utf-8", errors="surrogateescape")
     return str(path)
 
 
@@ -80,7 +81,8 @@ def test_bulk_reader_gives_the_record_readers_records_or_its_error_on_random_fil
 
     rng = np.random.default_rng(9)
     pieces = [">r1", ">r2 a description", "> r3\tx ", ">", ">r1", "ACGT", "acgtn", "AC GT\t",
-              "ACJT", "", "  ", ";c", "RYKM", ">r4>x", "u"]
+              "ACJT", "", "  ", ";c", "RYKM", ">r4>x", "u",
+              ">prot_\u03b2 \u00e9t\u00e9", ">em\u2003space", ">lat\udce9n"]  # UTF-8; a lone latin-1 byte
     protein = ScoringScheme.from_matrix("BLOSUM62")
     outcomes = set()
     for case in range(300):
@@ -118,3 +120,19 @@ def test_a_stray_letter_in_dna_is_not_called_protein(tmp_path):
     path.write_text(">p\nMKVLAEWRRSTYHHQQIPLLKDE\n")
     with pytest.raises(InputError, match="looks like protein"):
         read_fasta(path, scheme)
+
+
+def test_utf8_names_are_read_and_written_as_they_are(tmp_path):
+    # A UTF-8 header (prot_β) keeps its bytes in every output; a header that is not UTF-8 (a
+    # latin-1 é, byte E9) is read as latin-1.
+    import subprocess
+    import sys
+
+    path = write(tmp_path / "q.fa", ">prot_\u03b2 \u00e9t\u00e9\nMKVLAAGIVGLLLAWKKWHE\n>lat\udce9n\nMKVLAAGIVGLLLAWKKWHF\n")
+    protein = ScoringScheme.from_matrix("BLOSUM62")
+    assert [(r.id, r.description) for r in read_fasta(path, protein)] == [("prot_\u03b2", "\u00e9t\u00e9"),
+                                                                          ("lat\u00e9n", "")]
+    subprocess.run([sys.executable, "-m", "gpualign_plugin.cli.main", "search", "-q", path, "-d", path,
+                    "--backend", "cpu", "--out-blast", str(tmp_path / "o.m8")], check=True, capture_output=True)
+    first = (tmp_path / "o.m8").read_bytes().split(b"\n")[0].split(b"\t")
+    assert first[:2] == ["prot_\u03b2".encode(), "prot_\u03b2".encode()]
