@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, check_sam_query_names,
+                                        add_scoring_options, apply_threads,
                                         command_line, counted, describe_device, output_formats,
                                         scheme_from_args)
 from gpualign_plugin.errors import InputError
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.io.columnar import (paf_lines, sam_header_lines, sam_lines, tsv_lines,
                                              write_bytes)
     from gpualign_plugin.io.fasta import read_fasta_arrays
-    from gpualign_plugin.io.sam import write_alignments
+    from gpualign_plugin.io.sam import check_query_names, write_alignments
     from gpualign_plugin.runtime.backend import resolve_backend
 
     started = time.perf_counter()
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     queries = read_fasta_arrays(args.query, scheme.alphabet)  # each file read on every core
     targets = read_fasta_arrays(args.target, scheme.alphabet)
     if any(fmt in ("sam", "bam") for _, fmt in outputs):
-        check_sam_query_names(queries.names, args.query)
+        check_query_names(queries.names, args.query)
     query_index, target_index = pair_indices(queries, targets, args.pairs, args.query, args.target)
     pairs = SequencePairs.of_records(queries, targets, query_index, target_index)
     engine = resolve_backend(args.backend, args.device)

@@ -143,21 +143,6 @@ def output_formats(paths: list[str], forced: str | None, formats: dict[str, str]
     return result
 
 
-SAM_QNAME_MAX = 254
-"""The longest query name SAM (QNAME) and BAM (l_read_name, with its NUL) can hold."""
-
-
-def check_sam_query_names(names, path: str) -> None:
-    """Raise :class:`InputError` naming ``path`` and the record when a query name is too long for
-    SAM/BAM (called before any work when a SAM or BAM output is asked for)."""
-    for name in names:
-        length = len(name.encode("utf-8"))  # what pysam writes
-        if length > SAM_QNAME_MAX:
-            raise InputError(f"record name is {length} characters long; SAM and BAM allow at most "
-                             f"{SAM_QNAME_MAX} (shorten it, or write PAF or TSV)", path=path,
-                             record=name[:40] + "...")
-
-
 def add_compute_options(parser: argparse.ArgumentParser, gpu: bool = True) -> None:
     """Add ``--threads``, and with ``gpu`` also ``--backend`` and ``--device``."""
     group = parser.add_argument_group("compute")

@@ -9,7 +9,7 @@ import math
 import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, check_sam_query_names,
+                                        add_scoring_options, apply_threads,
                                         command_line, counted, describe_device, end_phases, memory_size,
                                         output_formats, scheme_from_args)
 from gpualign_plugin.errors import InputError
@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.io.pairs import read_pairs_file
+    from gpualign_plugin.io.sam import check_query_names
     from gpualign_plugin.pairwise.api import align_records
     from gpualign_plugin.runtime.backend import resolve_backend
 
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     queries = read_fasta(args.query, scheme)
     targets = read_fasta(args.target, scheme)
     if any(fmt in ("sam", "bam") for _, fmt in outputs):
-        check_sam_query_names((q.id for q in queries), args.query)
+        check_query_names((q.id for q in queries), args.query)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     pairs = read_pairs_file(args.pairs, queries, targets) if args.pairs else None
     if pairs is not None and len(set(pairs)) < len(pairs):

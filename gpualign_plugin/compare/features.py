@@ -115,6 +115,7 @@ def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feat
                                      getattr(mine[k], f"{side}_end"), rank.get(k, -1)))
         previous_global = None  # show-diff's PGA: the last alignment covering the other side
         previous_end = 0        # PA's end: the last alignment walked
+        previous_dup = False    # whether that alignment was a DUP on this side
         for k in walk:
             a = mine[k]
             start = getattr(a, f"{side}_start")

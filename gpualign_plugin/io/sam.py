@@ -65,13 +65,15 @@ def check_query_names(names: Iterable[str], path: str | None = None) -> None:
     """Raise :class:`InputError` for the first name longer than :data:`QNAME_MAX_LENGTH`.
 
     Lengths are counted in the bytes pysam writes (UTF-8). ``path`` (the query file)
-    is named in the message when given.
+    is named in the message when given. The commands call it before any work when a SAM or
+    BAM output is asked for.
     """
     for name in names:
         length = len(name.encode("utf-8"))
         if length > QNAME_MAX_LENGTH:
             raise InputError(f"query name of {length} characters; SAM/BAM query names (QNAME) "
-                             f"hold at most {QNAME_MAX_LENGTH}", path=path, record=name)
+                             f"hold at most {QNAME_MAX_LENGTH} (shorten it, or leave out the SAM/BAM "
+                             "output)", path=path, record=name)
 
 
 BAI_MAX_LENGTH = 1 << 29

@@ -134,7 +134,7 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, case):
     expected = {"unequal": "2 query records but 1 target records",
                 "unknown_id": "target id 't9' is not in the target file",
                 "extension": "cannot tell the output format",
-                "long_name": "record name is 300 characters long; SAM and BAM allow at most 254"}[case]
+                "long_name": "query name of 300 characters; SAM/BAM query names (QNAME) hold at most 254"}[case]
     if case == "unknown_id":
         (tmp_path / "pairs.txt").write_text("q0 t0\nq1 t9\n")
         args += ["--pairs", str(tmp_path / "pairs.txt")]
