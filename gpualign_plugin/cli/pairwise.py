@@ -174,8 +174,9 @@ def run(args: argparse.Namespace) -> int:
     phases["align_s"] = time.perf_counter() - started - phases["read_s"]
     stats.cells = cells
     stats.finish()
+    aligned_queries = len({q.id for q, _ in listed})  # with --pairs, the queries it names
     log.info("%s of %s (%s, %.2f GCUPS)", counted(len(alignments), "alignment"),
-             counted(len(queries), "query", "queries"), engine, stats.gcups)
+             counted(aligned_queries, "query", "queries"), engine, stats.gcups)
     write_outputs(outputs, alignments, queries, targets, scheme, command_line(args), unmapped)
     phases["write_s"] = time.perf_counter() - started - phases["align_s"] - phases["read_s"]
     stats.extra = {"phases": end_phases(phases, started),
