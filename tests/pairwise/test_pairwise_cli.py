@@ -82,14 +82,17 @@ def test_every_reported_alignment_rescores_to_its_score(genomes, tmp_path):
         assert row["AS"] >= 20
 
 
-def test_text_and_sam_outputs_and_pairs_file(genomes, tmp_path, capsys):
+def test_text_and_sam_outputs_and_pairs_file(genomes, tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="gpualign")
     query, target = genomes
     pairs = tmp_path / "pairs.txt"
     pairs.write_text("# only contig1 on chr1\ncontig1 chr1\n")
     sam, txt = tmp_path / "out.sam", tmp_path / "out.txt"
     assert run_cli("-q", query, "-t", target, "--pairs", pairs, "--strand", "plus", "--out", sam,
                    "--out", txt, "--backend", "cpu") == 0
-    assert "1 alignment of 1 query " in capsys.readouterr().err  # the queries --pairs names
+    assert "1 alignment of 1 query " in caplog.text  # the queries --pairs names
     with pysam.AlignmentFile(str(sam)) as handle:
         records = list(handle)
     assert [(r.query_name, r.reference_name) for r in records] == [("contig1", "chr1")]
