@@ -120,6 +120,15 @@ def placed_table(table, mode: str):
     return placed
 
 
+def unmapped_queries(placed, query_index: np.ndarray) -> np.ndarray:
+    """The queries of the pair list (indices, in order of first appearance) without a row in
+    ``placed``: local pairs with no alignment, written as unmapped SAM/BAM records (flag 4), as
+    ``gpualign pairwise`` writes a query with nothing significant."""
+    _, first = np.unique(query_index, return_index=True)
+    listed = query_index[np.sort(first)]
+    return listed[~np.isin(listed, placed.query_index)]
+
+
 def table_alignments(table, mode: str) -> list:
     """One :class:`~gpualign_plugin.model.Alignment` per row (for the BAM writer)."""
     from gpualign_plugin.model import AlignmentColumns, Alignment
@@ -148,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.io.columnar import (paf_lines, sam_header_lines, sam_lines, tsv_lines,
                                              write_bytes)
     from gpualign_plugin.io.fasta import read_fasta_arrays
-    from gpualign_plugin.io.sam import check_query_names, write_alignments
+    from gpualign_plugin.io.sam import check_query_names, unmapped_lines, write_alignments
     from gpualign_plugin.runtime.backend import resolve_backend
 
     started = time.perf_counter()
@@ -182,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
     unaligned = int((table.score <= 0).sum()) if args.mode == "local" else 0
     log.info("%s aligned (%d without a local alignment; %s), %.2f GCUPS", counted(len(pairs), "pair"),
              unaligned, engine, stats.gcups)
+    unmapped = [queries.record(int(k)) for k in unmapped_queries(placed, query_index)] \
+        if placed is not None else []
     with all_or_none() as written:
         for path, fmt in outputs:
             if fmt == "tsv":
@@ -194,12 +205,13 @@ def run(args: argparse.Namespace) -> int:
                 write_bytes(path, *sam_header_lines(table.target_names, targets.lengths,
                                                     command_line(args)),
                             sam_lines(placed, queries.text, queries.offsets, targets.text,
-                                      targets.offsets, scheme.is_dna))
+                                      targets.offsets, scheme.is_dna),
+                            unmapped_lines(unmapped, scheme.is_dna))
                 written.append(path)
             else:
                 write_alignments(path, table_alignments(placed, args.mode), _records(queries),
                                  [targets.record(k) for k in range(len(targets))], scheme,
-                                 command_line(args), fmt="bam")
+                                 command_line(args), fmt="bam", unmapped=unmapped)
                 written += [path, path + ".bai", path + ".csi"]
     phases["write_s"] = time.perf_counter() - mark
     stats.extra = {"phases": phases}

@@ -7,7 +7,8 @@ object per alignment. Each kernel runs twice over the rows, once to measure ever
 line and once to write it at its offset in one buffer.
 
 Limits of this path (the object writers cover the rest): no E-values (``ZE``/``ZB``),
-no supplementary records (``SA``), no unmapped records.
+no supplementary records (``SA``), no unmapped records (``gpualign batch`` appends those
+with :func:`gpualign_plugin.io.sam.unmapped_lines`).
 """
 
 from __future__ import annotations

@@ -299,6 +299,15 @@ def _unmapped_record(query: Sequence, header: pysam.AlignmentHeader,
     return record
 
 
+def unmapped_lines(queries: Iterable[Sequence], with_seq: bool) -> bytes:
+    """The SAM lines of the unmapped records (flag 4) that :func:`write_alignments` writes for
+    ``queries`` (``with_seq``: the sequence too, as for DNA), for writers that build the other
+    lines themselves (``gpualign batch``)."""
+    header = pysam.AlignmentHeader.from_dict({"HD": {"VN": "1.6"}})
+    return "".join(_unmapped_record(query, header, with_seq).to_string() + "\n"
+                   for query in queries).encode("utf-8")
+
+
 def _index_paths(path: str) -> dict[str, str]:
     return {"bai": path + ".bai", "csi": path + ".csi"}
 

@@ -236,3 +236,23 @@ def test_batch_progress_counts_every_pairs_cells_on_both_strands():
     capped(60)
     capped.finish()
     assert short == [60, 40]
+
+
+def test_a_local_pair_without_an_alignment_is_an_unmapped_record_that_flagstat_counts(tmp_path):
+    # As pairwise writes a query with nothing significant; PAF leaves it out, TSV has its 0 row.
+    import shutil
+    import subprocess
+
+    (tmp_path / "q.fa").write_text(">read1\nACGTACGTTGCA\n>read2\nGGGG\n")
+    (tmp_path / "t.fa").write_text(">win1\nTTACGTACGTTGCATT\n>win2\nCCCC\n")
+    sam, bam = tmp_path / "o.sam", tmp_path / "o.bam"
+    assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--strand", "plus",
+                 "--out", str(sam), "--out", str(bam), "--backend", "cpu"]) == 0
+    for path in (sam, bam):
+        with pysam.AlignmentFile(str(path)) as handle:
+            records = [(r.query_name, r.flag, r.reference_name, r.query_sequence) for r in handle]
+        assert records == [("read1", 0, "win1", "ACGTACGTTGCA"), ("read2", 4, None, "GGGG")]
+    if shutil.which("samtools"):
+        stats = subprocess.run(["samtools", "flagstat", str(bam)], capture_output=True, text=True,
+                               check=True).stdout
+        assert stats.startswith("2 + 0 in total") and "1 + 0 mapped" in stats

@@ -125,12 +125,16 @@ def object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pai
         lines.append(f"{a.query_id}\t{a.target_id}\t{a.score}\t{a.query_start}\t{a.query_end}\t"
                      f"{a.target_start}\t{a.target_end}\t{a.cigar}\t{a.strand}\n")
     placed = place(alignments)
+    # A listed query without any alignment is an unmapped SAM/BAM record, as pairwise writes it.
+    aligned_ids = {a.query_id for a in placed}
+    unmapped = [q for q in dict.fromkeys(query for query, _ in pairs) if q.id not in aligned_ids]
     (tmp_path / "objects.tsv").write_text("".join(lines))
     write_paf(tmp_path / "objects.paf", placed)
     write_alignments(tmp_path / "objects.sam", placed, {q.id: q for q in queries}, targets, scheme,
-                     cmdline, fmt="sam")
+                     cmdline, fmt="sam", unmapped=unmapped)
     write_alignments(tmp_path / "objects.bam", placed, {q.id: q for q in queries}, targets, scheme,
-                     cmdline, fmt="bam", index=False)
+                     cmdline, fmt="bam", index=False, unmapped=unmapped)
+    return unmapped
 
 
 @pytest.mark.parametrize("case", [("dna", "local", "both"), ("dna", "global", "both"),
@@ -156,8 +160,10 @@ def test_cli_files_equal_the_object_path_byte_for_byte(tmp_path, case, listed):
             "--out", str(tmp_path / "bulk.tsv"), "--out", str(tmp_path / "bulk.paf"),
             "--out", str(tmp_path / "bulk.sam"), "--out", str(tmp_path / "bulk.bam")]
     assert main(args) == 0
-    object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pairs_file,
-                   " ".join(["gpualign"] + args))
+    unmapped = object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pairs_file,
+                              " ".join(["gpualign"] + args))
+    if mode == "local" and alphabet == "dna":
+        assert unmapped  # the case holds reads without a local alignment
     for ext in ("tsv", "paf", "sam"):
         assert (tmp_path / f"bulk.{ext}").read_bytes() == (tmp_path / f"objects.{ext}").read_bytes(), ext
     import pysam
