@@ -14,9 +14,8 @@ import time
 import numpy as np
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads,
-                                        command_line, counted, describe_device, output_formats,
-                                        scheme_from_args)
+                                        add_scoring_options, apply_threads, command_line, counted,
+                                        describe_device, output_formats, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 

@@ -9,9 +9,9 @@ import math
 import time
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads,
-                                        command_line, counted, describe_device, end_phases, memory_size,
-                                        output_formats, scheme_from_args)
+                                        add_scoring_options, apply_threads, command_line, counted,
+                                        describe_device, end_phases, memory_size, output_formats,
+                                        scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 from gpualign_plugin.pairwise.placement import DEFAULT_EVALUE, ZDROP_BITS

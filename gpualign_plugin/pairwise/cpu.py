@@ -225,21 +225,21 @@ def score_pair_tiled(query_codes, target_codes, scheme: ScoringScheme, mode: str
 
 
 WARPS_PER_THREAD = 4
-"""The ``warps`` figure of :class:`PairScorer` per thread. The rounds driver of local placement
-(:func:`~gpualign_plugin.pairwise.placement.score_above_floor`) cuts a round's long target
+"""The ``warps`` figure of :class:`PairScorer` per thread. The placement driver of local placement
+(:func:`~gpualign_plugin.pairwise.placement.score_above_floor`) cuts a score call's long target
 ranges into slices of at least ``cells / (warps * 512 * SLICE_WAVES)`` columns, sized for GPU
 warps sweeping 512-row strips; a CPU thread sweeps a whole pair instead. With 4 per thread, a
-round of segments of ``m`` rows is cut into about ``32768 / m`` slices per thread where the
+segment of ``m`` rows in a call is cut into about ``32768 / m`` slices per thread where the
 targets are long enough (4 to 8 for contigs of 4 to 8 kbp), so the pool's last, partly idle wave
 is short; the span bound (slices at least 8 times an alignment's longest span) keeps the slices'
-overlap at most 1/8 of their cells, and a round with fewer pairs than threads leaves cores idle."""
+overlap at most 1/8 of their cells, and a call with fewer pairs than threads leaves cores idle."""
 
 
 class PairScorer:
     """Local scores of many (query segment, target slice) pairs on a pool of CPU threads.
 
     The interface of :class:`gpualign_plugin.pairwise.gpu.PairScorer` (:meth:`score`,
-    :attr:`warps`) on the CPU engine, for the rounds driver of local placement: each pair is
+    :attr:`warps`) on the CPU engine, for the placement driver of local placement: each pair is
     one :func:`score_pair` on one thread (the striped kernel releases the GIL), ``threads``
     pairs at once, the largest first. Results are those of :func:`score_pair` in local mode.
 

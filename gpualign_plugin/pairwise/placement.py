@@ -278,7 +278,7 @@ def cpu_aligners(threads: int | None) -> int:
 def _shared_aligner(gpu_align: Callable, cpu_align: Callable, gpu_threads: int) -> Callable:
     """An ``align(q, t)`` for a pool of threads: the first ``gpu_threads`` threads that call
     it align with ``gpu_align`` from then on, later threads with ``cpu_align``. Threads take
-    the next alignment as they are free, so the engines share a round's alignments by speed;
+    the next alignment as they are free, so the engines share the alignments by speed;
     both engines return the same alignment, so the records do not depend on which ran."""
     local, lock, roles = threading.local(), threading.Lock(), [0]
 
@@ -594,7 +594,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         Called with DP cells as they are computed, so a progress bar moves inside
         one long query: on the CPU (from its worker threads) every score pass and
         each alignment's end-cell pass and traceback bands; on the GPU (from helper threads too) each score
-        pass while it runs (one query) or each round's multi-pair score call as it
+        pass while it runs (one query) or each multi-pair score call as it
         ends (several queries), and each alignment's score pass, region sweeps and
         chunk windows. ``on_cells`` still counts the score passes per query.
 
