@@ -12,12 +12,13 @@ Two passes:
    ``devices``, the top candidates chosen on the device). Chunks, parts and shards
    merge exactly because the ranking is a total order (below); everything after the
    scores is this module's.
-2. **Alignment pass**: each reported hit is re-aligned, the short ones together
-   by :func:`gpualign_plugin.batch.api.align_batch` on the search's backend (one
-   batched GPU launch with ``backend='gpu'``) and the long ones at the same time
-   by :func:`gpualign_plugin.pairwise.api.align_sequences` on the CPU threads (see
-   :data:`BATCH_CELLS`), so its coordinates and CIGAR are exactly the pairwise
-   engine's (same recurrence, same end-cell and traceback rules,
+2. **Alignment pass**: each reported hit is re-aligned by
+   :func:`gpualign_plugin.batch.api.align_batch` on the search's backend (with
+   ``backend='gpu'`` every hit: batched GPU launches, the longest pairs through the
+   long-pair GPU engine; on the CPU the long ones by
+   :func:`gpualign_plugin.pairwise.api.align_sequences` on the CPU threads at the
+   same time, see :data:`BATCH_CELLS`), so its coordinates and CIGAR are exactly the
+   pairwise engine's (same recurrence, same end-cell and traceback rules,
    docs/ALGORITHMS.md); its score must equal the score pass's.
 
 **Ranking of hits** (docs/ALGORITHMS.md, "Database search"): score descending,
@@ -168,8 +169,8 @@ def search(queries: list[Sequence], database, scheme: ScoringScheme,
         Called with ``(database residues, cells)`` as the score pass advances
         (every few seconds of work; for progress bars and statistics).
     backend : {'cpu', 'gpu'}
-        Where the score pass and the batched alignment of the short hits run
-        (long hits align on the CPU threads either way); the result is the same.
+        Where the score pass and the alignment of the hits run (on the CPU the long
+        hits align on threads beside the batches); the result is the same.
     device : int
         CUDA device ordinal for the GPU backend.
     span : (int, int), optional
@@ -327,11 +328,14 @@ def _record_chunks(database: Iterable[tuple[int, Sequence]], chunk_residues: int
 
 
 BATCH_CELLS = 1 << 24
-"""Hits of at most this many cells (query x target residues) are aligned together by
-:func:`gpualign_plugin.batch.api.align_batch`, on the search's backend (on the GPU one warp per
-pair; on the CPU one full direction matrix per pair, pairs in parallel over the cores); longer
-ones by the pairwise engine's checkpointed traceback on the CPU, hits in parallel over threads,
-at the same time. All give the pairwise engine's alignment."""
+"""On the CPU backend, hits of at most this many cells (query x target residues) are aligned
+together by :func:`gpualign_plugin.batch.api.align_batch` (one full direction matrix per pair,
+pairs in parallel over the cores); longer ones by the pairwise engine's checkpointed traceback,
+hits in parallel over threads, at the same time. On the GPU backend every hit goes to
+``align_batch`` (one warp per pair, and pairs over
+:data:`gpualign_plugin.batch.gpu.MAX_PAIR_CELLS` through the long-pair GPU engine), so a GPU
+search keeps its hits on the device and loads no CPU alignment kernel. All give the pairwise
+engine's alignment."""
 
 
 STREAM_PAIRS = 1024
@@ -344,8 +348,9 @@ def _aligned_by_query(jobs, queries, oriented, n_strands, targets, scheme, signs
     """Align each ``(query, target index, strand number, score)`` job (grouped by query, ranked);
     yield ``(query, its hits)`` for every query in order, as soon as its alignments are done.
 
-    Long hits (:data:`BATCH_CELLS`) are all handed to the CPU threads at once, largest first;
-    the short ones go to :func:`gpualign_plugin.batch.api.align_batch` in blocks of whole queries
+    On the CPU, long hits (:data:`BATCH_CELLS`) are all handed to threads at once, largest
+    first; the others (on the GPU, all) go to :func:`gpualign_plugin.batch.api.align_batch` in
+    blocks of whole queries
     (:data:`STREAM_PAIRS`), the next block aligned on a helper thread while the caller consumes
     this one. Every alignment must score what the score pass found (RuntimeError otherwise).
     """
@@ -353,7 +358,8 @@ def _aligned_by_query(jobs, queries, oriented, n_strands, targets, scheme, signs
     from gpualign_plugin.pairwise.api import alignment_of
 
     first = np.searchsorted([q for q, _, _, _ in jobs], np.arange(len(queries) + 1)).tolist()
-    is_short = [len(queries[q]) * len(targets[index]) <= BATCH_CELLS for q, index, _, _ in jobs]
+    batch_cells = BATCH_CELLS if backend == "cpu" else float("inf")
+    is_short = [len(queries[q]) * len(targets[index]) <= batch_cells for q, index, _, _ in jobs]
     long = sorted((k for k in range(len(jobs)) if not is_short[k]),
                   key=lambda k: -len(queries[jobs[k][0]]) * len(targets[jobs[k][1]]))
     blocks, start, pairs = [], 0, 0

@@ -163,7 +163,8 @@ def test_whole_search_equals_cpu_on_the_fixture():
     assert [h.alignment.cigar for h in runs[1].hits] == [h.alignment.cigar for h in runs[0].hits]
 
 
-def test_hits_aligned_in_one_gpu_batch_and_on_cpu_threads_equal_cpu(monkeypatch):
+def test_hits_aligned_in_gpu_batches_and_by_the_long_pair_engine_equal_cpu(monkeypatch):
+    from gpualign_plugin.batch import gpu as batch_gpu
     from gpualign_plugin.search import api
     from gpualign_plugin.search.database import read_database
     from gpualign_plugin.scoring import PROTEIN as ALPHABET
@@ -171,10 +172,18 @@ def test_hits_aligned_in_one_gpu_batch_and_on_cpu_threads_equal_cpu(monkeypatch)
     queries = read_fasta(os.path.join(DATA, "search_queries.fa"), PROTEIN)
     database = read_database(os.path.join(DATA, "search_db.fa"), ALPHABET)
     cpu = search(queries, database, PROTEIN, 10**6, len(database), top=8)
-    for cells in (1 << 24, 40_000):  # all hits in the GPU batch; the longer ones on CPU threads
-        monkeypatch.setattr(api, "BATCH_CELLS", cells)
+    # The CPU's long-hit limit does not apply on the GPU: every hit goes to the batch path, and
+    # there the longer ones (a lowered MAX_PAIR_CELLS) to the long-pair GPU engine.
+    monkeypatch.setattr(api, "BATCH_CELLS", 40_000)
+    long_pairs = []
+    monkeypatch.setattr(api, "align_sequences", lambda *a, **k: pytest.fail("CPU traceback on the GPU"))
+    for cells in (1 << 24, 40_000):
+        monkeypatch.setattr(batch_gpu, "MAX_PAIR_CELLS", cells)
         gpu = search(queries, database, PROTEIN, 10**6, len(database), top=8, backend="gpu")
         assert cpu.hits and gpu.hits == cpu.hits
+        long_pairs.append(sum(len(queries[h.query_index]) * len(database.record(h.target_index))
+                              > cells for h in gpu.hits))
+    assert long_pairs[0] == 0 and long_pairs[1] > 0
 
 
 def test_whole_dna_search_both_strands_equals_cpu():
