@@ -1,8 +1,9 @@
 """RNA secondary structure by base-pair maximisation (Nussinov), in Chang's simplified form.
 
 ``N(i, j)`` is the largest number of nested base pairs in ``s[i..j]`` (0-based, inclusive).
-Allowed pairs: AU, GC and GU (either order); a pair ``(i, j)`` must enclose at least
-``min_loop`` unpaired bases (``j - i - 1 >= min_loop``). docs/ALGORITHMS.md ("RNA
+Allowed pairs: AU, GC and GU (either order); ``N`` and the other IUPAC ambiguity codes are
+bases that pair with nothing; a pair ``(i, j)`` must enclose at least ``min_loop`` unpaired
+bases (``j - i - 1 >= min_loop``). docs/ALGORITHMS.md ("RNA
 folding") gives the recurrence, the boundaries and the traceback's tie rule.
 
 Evaluation order: the upper triangle is cut into square blocks; block ``(I, J)`` needs only
@@ -29,11 +30,15 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.fold import cpu
 
 RNA_LETTERS = cpu.RNA_LETTERS
+AMBIGUITY_LETTERS = "NRYSWKMBDHV"
+"""IUPAC ambiguity codes, read (either case) as bases that pair with nothing."""
 
 _TABLE = np.full(256, 255, dtype=np.uint8)
 for _code, _letters in enumerate(("Aa", "Cc", "Gg", "UuTt")):
     for _letter in _letters:
         _TABLE[ord(_letter)] = _code
+for _letter in AMBIGUITY_LETTERS + AMBIGUITY_LETTERS.lower():
+    _TABLE[ord(_letter)] = cpu.UNPAIRED_CODE
 
 @dataclass(frozen=True)
 class Fold:
@@ -55,7 +60,8 @@ class Fold:
 
 
 def encode_rna(text: str, path: str | None = None, record: str | None = None) -> np.ndarray:
-    """Encode RNA text to ``uint8`` codes (A=0, C=1, G=2, U=3; ``T`` as ``U``; case ignored).
+    """Encode RNA text to ``uint8`` codes (A=0, C=1, G=2, U=3; ``T`` as ``U``; IUPAC ambiguity
+    codes such as ``N`` as :data:`~gpualign_plugin.fold.cpu.UNPAIRED_CODE`; case ignored).
 
     Raises
     ------
@@ -67,7 +73,8 @@ def encode_rna(text: str, path: str | None = None, record: str | None = None) ->
     bad = np.flatnonzero(codes == 255)
     if bad.size:
         position = int(bad[0])
-        raise InputError(f"character {text[position]!r} is not an RNA base (A, C, G, U or T)",
+        raise InputError(f"character {text[position]!r} is not an RNA base (A, C, G, U, T or an "
+                         f"IUPAC ambiguity code)",
                          path=path, record=record, position=position + 1)
     if not codes.size:
         raise InputError("empty RNA sequence", path=path, record=record)

@@ -13,8 +13,11 @@ from numba import njit, prange
 
 RNA_LETTERS = "ACGU"
 """RNA alphabet in code order; ``T`` reads as ``U``, either case."""
+UNPAIRED_CODE = len(RNA_LETTERS)
+"""Code of a base that pairs with nothing: ``N`` and the other IUPAC ambiguity codes (as
+RNAfold treats them), and the GPU engine's padding."""
 
-_PAIRS = np.zeros((4, 4), dtype=np.bool_)
+_PAIRS = np.zeros((UNPAIRED_CODE + 1, UNPAIRED_CODE + 1), dtype=np.bool_)
 for _x, _y in ("AU", "GC", "GU"):
     _PAIRS[RNA_LETTERS.index(_x), RNA_LETTERS.index(_y)] = True
     _PAIRS[RNA_LETTERS.index(_y), RNA_LETTERS.index(_x)] = True

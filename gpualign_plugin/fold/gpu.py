@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpualign_plugin.errors import InputError
+from gpualign_plugin.fold import cpu
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.kernels import GpuMemoryError
 
@@ -48,7 +49,7 @@ def fold_many(sequences, min_loop: int, device: int = 0, memory_budget: int | No
     Parameters
     ----------
     sequences : sequence of numpy.ndarray
-        ``uint8`` RNA codes (A 0, C 1, G 2, U 3), each 1 to :data:`MAX_LENGTH` long.
+        ``uint8`` RNA codes (A 0, C 1, G 2, U 3, 4 pairs with nothing), each 1 to :data:`MAX_LENGTH` long.
     min_loop : int
         Fewest unpaired bases a pair must enclose (>= 0).
     device : int
@@ -157,7 +158,7 @@ def _fold_group(sequences, min_loop: int, device: int, progress=None) -> list[tu
     tile_counts = sides * (sides + 1) // 2 * TILE * TILE
     tile_base = np.concatenate(([0], np.cumsum(tile_counts)[:-1])).astype(np.int64)
     code_base = np.concatenate(([0], np.cumsum(sides * TILE)[:-1])).astype(np.int64)
-    codes = np.full(int((sides * TILE).sum()), 4, dtype=np.uint8)
+    codes = np.full(int((sides * TILE).sum()), cpu.UNPAIRED_CODE, dtype=np.uint8)
     for s, base in zip(sequences, code_base):
         codes[base:base + len(s)] = s
     items, starts = work_items(sides)

@@ -75,9 +75,27 @@ def test_t_reads_as_u_and_case_is_ignored():
     assert fold("ggtacc").score == fold("GGUACC").score == 3
 
 
+def test_n_and_ambiguity_codes_are_bases_that_pair_with_nothing():
+    """As RNAfold reads them: the fold equals the oracle's, in which they pair with nothing."""
+    rng = random.Random(5)
+    for case in range(120):
+        text = "".join(rng.choice("ACGUNNrykmswbdhv") for _ in range(rng.randint(1, 40)))
+        min_loop = case % 4
+        result = fold(text, min_loop)
+        expected = nussinov(text, min_loop)
+        assert result.score == (expected[0][len(text) - 1] if len(text) > 1 else 0)
+        check_structure(result, text, min_loop)
+        assert result.pairs == traceback_by_rule(text, min_loop)
+    assert fold("GGGNNNNCCC", 3).structure == "(((....)))"
+    assert fold("NNNNNN").structure == "......"
+    assert fold("GGGAAACCC").score == fold("GGGANACCC").score == 3
+
+
 def test_other_characters_are_errors_with_position():
-    with pytest.raises(InputError, match=r"record 'r1': position 4: character 'N'"):
-        encode_rna("ACGNA", path="x.fa", record="r1")
+    with pytest.raises(InputError, match=r"record 'r1': position 4: character 'X'"):
+        encode_rna("ACGXA", path="x.fa", record="r1")
+    with pytest.raises(InputError, match=r"position 3: character '-'"):
+        encode_rna("AC-GU")
     with pytest.raises(InputError, match="min-loop"):
         fold("ACGU", -1)
 

@@ -1,7 +1,8 @@
 """The GPU Nussinov engine against the CPU one and the plain-Python oracle: identical folds.
 
 Every test here needs a GPU (marker ``gpu``; conftest.py skips them elsewhere). Cases: lengths
-1 and 2, lengths around the tile (64) and its multiples, sequences with no possible pair,
+1 and 2, lengths around the tile (64) and its multiples, sequences with no possible pair, N and
+IUPAC ambiguity codes (bases that pair with nothing),
 palindromes and tie-heavy two-letter sequences, every min_loop from 0 to 4, many sequences of
 mixed lengths in one launch, groups cut small by a tiny memory budget, and the CLI's file.
 """
@@ -26,6 +27,8 @@ def test_small_cases_equal_the_oracle_and_the_cpu():
              "GGGGAAAACCCC", "GCGCGCGC", "AUGCAUGCAUGC", "GGUACCGGUACC"]
     texts += ["".join(rng.choice("ACGU") for _ in range(rng.randint(1, 45))) for _ in range(60)]
     texts += ["".join(rng.choice("GC") for _ in range(rng.randint(1, 40))) for _ in range(20)]
+    texts += ["N", "NNNN", "GGGNNNNCCC"]
+    texts += ["".join(rng.choice("ACGUNRY") for _ in range(rng.randint(1, 45))) for _ in range(20)]
     for min_loop in range(5):
         gpu = fold_many(texts, min_loop, backend="gpu")
         for text, result in zip(texts, gpu):
