@@ -96,10 +96,16 @@ def test_all_gap_optima_and_local_pairs_without_alignment():
     assert all(r.score == 0 and not r.cigar.runs for r in got)
 
 
-def test_one_long_pair_among_short_ones_and_empty_sequences():
+@pytest.mark.parametrize("max_pair_cells", [None, 1 << 22])
+def test_one_long_pair_among_short_ones_and_empty_sequences(monkeypatch, max_pair_cells):
+    """The 26 M-cell pair in the batch kernel (default limit) and through the long-pair engine."""
+    from gpualign_plugin.batch import gpu
+
+    if max_pair_cells is not None:
+        monkeypatch.setattr(gpu, "MAX_PAIR_CELLS", max_pair_cells)
     rng = np.random.default_rng(14)
     pairs = [related(rng, 4, 200, 210) for _ in range(30)]
-    pairs.insert(7, related(rng, 4, 5000, 5200))  # 26 M cells: the long-pair engine
+    pairs.insert(7, related(rng, 4, 5000, 5200))
     pairs.insert(3, (np.zeros(0, np.uint8), rng.integers(0, 4, 30, dtype=np.uint8)))
     pairs.insert(4, (rng.integers(0, 4, 30, dtype=np.uint8), np.zeros(0, np.uint8)))
     for mode in MODES:
@@ -140,15 +146,18 @@ def test_reference_workload_and_cli_files_equal_cpu(tmp_path):
             if not line.startswith("@PG")] == strip
 
 
-def test_progress_per_launch_and_inside_a_long_pair():
+def test_progress_per_launch_and_inside_a_long_pair(monkeypatch):
     """Launches cut small by the budget each report their pairs' cells, and a pair past
     MAX_PAIR_CELLS reports from the long-pair engine; in all exactly m n a pair, and the
     results are those computed without progress."""
+    from gpualign_plugin.batch import gpu
+
+    monkeypatch.setattr(gpu, "MAX_PAIR_CELLS", 1 << 22)
     rng = np.random.default_rng(23)
     pairs = [(rng.integers(0, 4, int(rng.integers(200, 600))).astype(np.uint8),
               rng.integers(0, 4, int(rng.integers(200, 600))).astype(np.uint8)) for _ in range(40)]
     long_q = rng.integers(0, 4, 5000).astype(np.uint8)
-    pairs.append((long_q, long_q[::-1].copy()))  # 25 M cells: the long-pair engine
+    pairs.append((long_q, long_q[::-1].copy()))  # 25 M cells: past the lowered limit
     reports = []
     got = align_batch_gpu(pairs, DNA, "local", memory_budget=2 * 2**20, progress=reports.append)
     assert got == align_batch_gpu(pairs, DNA, "local", memory_budget=2 * 2**20)
@@ -158,15 +167,17 @@ def test_progress_per_launch_and_inside_a_long_pair():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_columns_over_many_small_launches_equal_cpu(mode):
+def test_columns_over_many_small_launches_equal_cpu(mode, monkeypatch):
     from gpualign_plugin.batch import gpu
+
+    monkeypatch.setattr(gpu, "MAX_PAIR_CELLS", 1 << 22)
     from gpualign_plugin.batch.api import align_columns, align_strands_columns
     from gpualign_plugin.batch.columns import SequencePairs
 
     rng = np.random.default_rng(21)
     pairs = [related(rng, 4, int(rng.integers(1, 301)), int(rng.integers(1, 301))) for _ in range(500)]
     pairs += [(np.zeros(0, np.uint8), rng.integers(0, 4, 9).astype(np.uint8)),
-              related(rng, 4, 4200, 4100)]  # an empty query (CPU kernel), a long pair (long-pair engine)
+              related(rng, 4, 4200, 4100)]  # an empty query (CPU kernel), a pair past the lowered limit
     packed = SequencePairs.from_list(pairs)
     short = packed.take(np.arange(500))
     expected = align_columns(short, DNA, mode)
