@@ -36,16 +36,22 @@ def check_structure(result, text, min_loop):
     assert len(result.pairs) == result.score
 
 
-def test_scores_equal_plain_python_nussinov():
-    rng = random.Random(1)
-    for case in range(150):
-        text = "".join(rng.choice("ACGUacgT") for _ in range(rng.randint(1, 40)))
-        min_loop = case % 5
+def check_random_folds_against_the_oracle(seed, letters, cases, loops):
+    """Random texts over ``letters`` (1-40 nt, min_loop cycling through ``loops`` values): score,
+    structure and pairs as the plain-Python oracle and the written traceback give them."""
+    rng = random.Random(seed)
+    for case in range(cases):
+        text = "".join(rng.choice(letters) for _ in range(rng.randint(1, 40)))
+        min_loop = case % loops
         result = fold(text, min_loop)
         expected = nussinov(text, min_loop)
         assert result.score == (expected[0][len(text) - 1] if len(text) > 1 else 0)
         check_structure(result, text, min_loop)
         assert result.pairs == traceback_by_rule(text, min_loop)
+
+
+def test_scores_equal_plain_python_nussinov():
+    check_random_folds_against_the_oracle(1, "ACGUacgT", 150, 5)
 
 
 @settings(max_examples=60, deadline=None)
@@ -77,15 +83,7 @@ def test_t_reads_as_u_and_case_is_ignored():
 
 def test_n_and_ambiguity_codes_are_bases_that_pair_with_nothing():
     """As RNAfold reads them: the fold equals the oracle's, in which they pair with nothing."""
-    rng = random.Random(5)
-    for case in range(120):
-        text = "".join(rng.choice("ACGUNNrykmswbdhv") for _ in range(rng.randint(1, 40)))
-        min_loop = case % 4
-        result = fold(text, min_loop)
-        expected = nussinov(text, min_loop)
-        assert result.score == (expected[0][len(text) - 1] if len(text) > 1 else 0)
-        check_structure(result, text, min_loop)
-        assert result.pairs == traceback_by_rule(text, min_loop)
+    check_random_folds_against_the_oracle(5, "ACGUNNrykmswbdhv", 120, 4)
     assert fold("GGGNNNNCCC", 3).structure == "(((....)))"
     assert fold("NNNNNN").structure == "......"
     assert fold("GGGAAACCC").score == fold("GGGANACCC").score == 3
