@@ -243,8 +243,9 @@ def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> FastaArrays | Non
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # universal newlines
     body = data.lstrip(_WHITESPACE)
-    if not body.startswith(b">"):
-        return None  # empty, comments or not FASTA: the record reader words the error
+    skipped = len(data) - len(body)
+    if not body.startswith(b">") or (skipped and data[skipped - 1] != _NEWLINE_BYTE):
+        return None  # empty, comments, not FASTA or '  >r' (no header): the record reader words the error
     if not body.endswith(b"\n"):
         body += b"\n"
     raw = np.frombuffer(body, dtype=np.uint8)

@@ -108,6 +108,20 @@ def test_bulk_reader_gives_the_record_readers_records_or_its_error_on_random_fil
     assert outcomes == {"error", "records"}
 
 
+@pytest.mark.parametrize("content", ["  >r1\nACGT\n", "\n \t>r1\nACGT\n", "\ufeff>r1\nACGT\n"])
+def test_bulk_reader_refuses_a_first_header_after_spaces_as_the_record_reader_does(tmp_path, content):
+    """A first line such as '  >r1' is no header for the record reader (query files); the bulk
+    reader (search databases, makedb, batch) gave a record 'r1' for it."""
+    from gpualign_plugin.io.fasta import read_fasta_arrays
+
+    path = write(tmp_path / "lead.fa", content)
+    with pytest.raises(InputError) as expected:
+        read_fasta(path, DNA)
+    with pytest.raises(InputError) as bulk:
+        read_fasta_arrays(path, DNA.alphabet)
+    assert str(bulk.value) == str(expected.value)
+
+
 def test_a_stray_letter_in_dna_is_not_called_protein(tmp_path):
     # RepeatMasker -x masks with X: the record is DNA with a letter outside the alphabet,
     # and the error must not say the sequence looks like protein.
