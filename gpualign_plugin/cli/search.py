@@ -235,14 +235,16 @@ def run(args: argparse.Namespace) -> int:
         header = dataclasses.replace(header, parameters=statistics_of(header, scheme))
         log.info("statistics: lambda %.4g, K %.4g (%s)", header.parameters.lam,
                  header.parameters.k, header.parameters.source)
-    found = []
+    found, reported = [], 0
     with all_or_none() as written:
         with (search_outputs(args, header, scheme, queries, names, lengths, written) if paths
               else contextlib.nullcontext()) as add:
             for _, hits in stream.by_query():
                 found += hits
                 if add is not None:
-                    add(passing(finish_hits(header, hits, header.parameters), args.evalue))
+                    kept = passing(finish_hits(header, hits, header.parameters), args.evalue)
+                    reported += len(kept)
+                    add(kept)
             database.confirm()  # the checksums of a prepared database, checked during the search
             phases["align_write_s"] = time.perf_counter() - started - phases["read_s"] - phases["score_s"]
         if args.out_hits:
@@ -250,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
                        args.shard, args.shards, queries, start, names[start:stop], lengths[start:stop])
             written.append(args.out_hits)
     stats.finish()
-    log.info("%s of %s in %s (%s, %.2f GCUPS)", counted(len(found), "hit"),
+    log.info("%s of %s in %s (%s, %.2f GCUPS)", counted(reported if paths else len(found), "hit"),
              counted(len(queries), "query", "queries"),
              counted(stop - start, "database sequence"),
              stats.device if engine == "gpu" else f"{threads} CPU threads", stats.gcups)

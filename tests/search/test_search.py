@@ -312,7 +312,8 @@ def test_cli_shards_merge_to_the_single_job_byte_for_byte(tmp_path, fixture_path
     assert len(rows) == 16 and all(r["qstart"] <= r["qend"] and r["sstart"] <= r["send"] for r in rows)
 
 
-def test_cli_evalue_and_max_hits_filter_like_blast(tmp_path, fixture_paths, capsys):
+def test_cli_evalue_and_max_hits_filter_like_blast(tmp_path, fixture_paths, capsys, caplog):
+    caplog.set_level("INFO", logger="gpualign")
     query, db = fixture_paths
     assert run_cli("search", "-q", query, "-d", db, "--top", 6, "--out-blast", tmp_path / "all.m8") == 0
     rows = read_blast_tab(tmp_path / "all.m8")
@@ -323,6 +324,7 @@ def test_cli_evalue_and_max_hits_filter_like_blast(tmp_path, fixture_paths, caps
     kept = [r for r in rows if r["evalue"] <= cut]
     assert 0 < len(kept) < len(rows)
     assert read_blast_tab(tmp_path / "some.m8") == kept
+    assert f"{len(kept)} hits of" in caplog.records[-1].message  # the hits reported, not those chosen
     capsys.readouterr()
     assert run_cli("search", "-q", query, "-d", db, "--evalue", 0, "--out-blast", tmp_path / "x.m8") == 2
     assert "--evalue must be a positive number" in capsys.readouterr().err
