@@ -88,9 +88,18 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def requested_outputs(args: argparse.Namespace) -> list[str]:
-    """The output paths given, each checked writable; SAM paths must end in .sam or .bam; --evalue > 0."""
+    """The output paths given, each checked writable and no two naming one file (``--out-hits``
+    included); SAM paths must end in .sam or .bam; --evalue > 0."""
     if args.evalue is not None and not args.evalue > 0:
         raise InputError(f"--evalue must be a positive number, got {args.evalue}")
+    options = {"--out-blast": args.out_blast, "--out-tsv": args.out_tsv, "--out-sam": args.out_sam,
+               "--out-hits": getattr(args, "out_hits", None)}
+    owners = {}
+    for option, path in options.items():
+        if path:
+            other = owners.setdefault(os.path.realpath(path), option)
+            if other != option:
+                raise InputError(f"{other} and {option} name the same file", path=path)
     paths = [p for p in (args.out_blast, args.out_tsv, args.out_sam) if p]
     if args.out_sam and os.path.splitext(args.out_sam)[1].lower() not in (".sam", ".bam"):
         raise InputError("--out-sam must end in .sam or .bam", path=args.out_sam)

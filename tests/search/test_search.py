@@ -345,7 +345,7 @@ def test_cli_dna_minus_strand_blast_coordinates(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["bad_residue", "shard_with_blast", "missing_shard", "no_output",
-                                  "query_name_too_long_for_sam"])
+                                  "query_name_too_long_for_sam", "two_outputs_one_file"])
 def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths, capsys, case):
     query, db = fixture_paths
     out = tmp_path / "o.m8"
@@ -367,6 +367,10 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths,
         args = ["search", "-q", tmp_path / "q.fa", "-d", db, "--out-blast", out,
                 "--out-sam", tmp_path / "o.sam"]
         expected = "record 'q" + "x" * 299 + "': query name of 300 characters"
+    elif case == "two_outputs_one_file":
+        # BLAST tabular and the TSV both renamed onto o.m8: the table was silently lost.
+        args = ["search", "-q", query, "-d", db, "--out-blast", out, "--out-tsv", tmp_path / "." / "o.m8"]
+        expected = "--out-blast and --out-tsv name the same file"
     else:
         args = ["search", "-q", query, "-d", db]
         expected = "no output requested"
