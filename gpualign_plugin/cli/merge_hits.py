@@ -25,7 +25,8 @@ def register(subparsers) -> None:
                     "top hits per query by the search's ranking rule, compute bit scores and E-values "
                     "over the whole database, and write the same BLAST tabular, TSV and SAM as a single "
                     "job. The .hits files carry the query and database records the outputs need, so "
-                    "neither is read again. Give the same scoring options as the search.",
+                    "neither is read again. Give the same scoring options as the search (none when it was "
+                    "given none, DNA or protein).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("hits", nargs="+", metavar="HITS", help="the .hits files, one per shard")
     add_output_options(parser)
@@ -33,17 +34,16 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def read_shards(paths: list[str], scheme_description: str) -> list:
+def read_shards(paths: list[str]) -> list:
     """Read every shard file (:func:`~gpualign_plugin.io.hits.read_hits`), in shard order, and check
-    they are all the shards of one search with this scheme, covering every database record once."""
+    they are all the shards of one search (one scheme), covering every database record once."""
     from gpualign_plugin.io.hits import read_hits
 
     shards, seen, expected = [], {}, None
     for path in paths:
         shard = read_hits(path)
-        if shard.scheme != scheme_description:
-            raise InputError(f"computed with '{shard.scheme}' but the scoring options give "
-                             f"'{scheme_description}'; give merge-hits the search's scoring options",
+        if shards and shard.scheme != shards[0].scheme:
+            raise InputError(f"computed with '{shard.scheme}' but {paths[0]} with '{shards[0].scheme}'",
                              path=path)
         if expected is not None and shard.shards != expected:
             raise InputError(f"shard of {shard.shards} but the other files are shards of {expected}",
@@ -69,15 +69,29 @@ def read_shards(paths: list[str], scheme_description: str) -> list:
     return shards
 
 
+def shards_scheme(args: argparse.Namespace, description: str, path: str):
+    """The scoring options' scheme, which must be the one the shards were searched with
+    (``description``, read from ``path``). Without ``--matrix`` or ``--match/--mismatch`` the
+    defaults of either kind are tried, as ``search`` picks DNA defaults for DNA files by itself."""
+    for kind in (args.scoring_default_kind, "dna"):
+        scheme = scheme_from_args(argparse.Namespace(**{**vars(args), "scoring_default_kind": kind}))
+        if scheme.describe() == description:
+            return scheme
+    raise InputError(f"computed with '{description}' but the scoring options give "
+                     f"'{scheme_from_args(args).describe()}'; give merge-hits the search's scoring options",
+                     path=path)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign merge-hits``; returns the exit status."""
     from gpualign_plugin.search.api import finish, merge_results
 
-    scheme = scheme_from_args(args)
+    scheme_from_args(args)  # bad scoring options stop before any file is read
     paths = requested_outputs(args)
     if not paths:
         raise InputError("no output requested: give --out-blast, --out-tsv or --out-sam")
-    shards = read_shards(args.hits, scheme.describe())
+    shards = read_shards(args.hits)
+    scheme = shards_scheme(args, shards[0].scheme, args.hits[0])
     result = merge_results([shard.result for shard in shards])
     names = [name for shard in shards for name in shard.names]
     lengths = [length for shard in shards for length in shard.lengths]

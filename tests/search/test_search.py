@@ -312,6 +312,26 @@ def test_cli_shards_merge_to_the_single_job_byte_for_byte(tmp_path, fixture_path
     assert len(rows) == 16 and all(r["qstart"] <= r["qend"] and r["sstart"] <= r["send"] for r in rows)
 
 
+def test_cli_dna_shards_searched_without_scoring_options_merge_without_them(tmp_path):
+    """search picks DNA scoring for DNA files by itself; merge-hits, given no scoring options either,
+    takes the shards' DNA defaults (it stopped with 'computed with match=2,... but the scoring options
+    give BLOSUM62')."""
+    rng = np.random.default_rng(4)
+    genome = "".join(rng.choice(list("ACGT"), 2000))
+    (tmp_path / "db.fa").write_text("".join(f">c{k}\n{genome[k * 500:(k + 1) * 500]}\n" for k in range(4)))
+    (tmp_path / "q.fa").write_text(f">q1\n{genome[100:220]}\n>q2\n{genome[1400:1470]}\n")
+    common = ["-q", tmp_path / "q.fa", "-d", tmp_path / "db.fa", "--top", 3]
+    assert run_cli("search", *common, "--out-tsv", tmp_path / "one.tsv") == 0
+    for shard in range(2):
+        assert run_cli("search", *common, "--shards", 2, "--shard", shard,
+                       "--out-hits", tmp_path / f"p{shard}.hits") == 0
+    assert run_cli("merge-hits", tmp_path / "p0.hits", tmp_path / "p1.hits",
+                   "--out-tsv", tmp_path / "m.tsv") == 0
+    assert (tmp_path / "m.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
+    assert run_cli("merge-hits", tmp_path / "p0.hits", tmp_path / "p1.hits", "--gap-open", 4,
+                   "--out-tsv", tmp_path / "x.tsv") == 2  # other scoring options than the search's
+
+
 def test_cli_evalue_and_max_hits_filter_like_blast(tmp_path, fixture_paths, capsys, caplog):
     caplog.set_level("INFO", logger="gpualign")
     query, db = fixture_paths
