@@ -10,6 +10,7 @@ tab-separated text::
     #database	SEQUENCES	RESIDUES        (the whole database)
     #shard	I	N
     #records	START	STOP               (the database records this shard searched)
+    #hits	COUNT                        (the hit lines at the end: a file cut short is refused)
     #query	INDEX	ID	LENGTH	TEXT     (one line per query, file order; TEXT as read)
     #record	INDEX	NAME	LENGTH       (one line per record START..STOP-1: SAM @SQ lines)
     #sequence	INDEX	TEXT              (each reported target's residues as read: SAM MD tags)
@@ -21,7 +22,8 @@ tab-separated text::
 which makes the ranking rule (score descending, target index, ``+`` before ``-``)
 global; coordinates are 0-based half-open on the forward strand. Statistics are
 not stored: they are computed after merging, from the whole database. Version 1
-files (without the query texts and records) are refused with a message.
+files (without the query texts and records) are refused with a message; version 2 files
+written before ``#hits`` existed are read without that check.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def write_hits(path: str | os.PathLike, result: SearchResult, scheme_description
         handle.write(f"#database\t{result.database_sequences}\t{result.database_residues}\n")
         handle.write(f"#shard\t{shard}\t{shards}\n")
         handle.write(f"#records\t{start}\t{start + len(names)}\n")
+        handle.write(f"#hits\t{len(result.hits)}\n")
         for index, query in enumerate(queries):
             handle.write(f"#query\t{index}\t{query.id}\t{len(query)}\t{query.text}\n")
         for index, (name, length) in enumerate(zip(names, lengths), start=start):
@@ -171,9 +174,13 @@ def read_hits(path: str | os.PathLike) -> ShardHits:
         sequences, residues = (int(v) for v in meta["database"][:2])
         shard.shard, shard.shards = (int(v) for v in meta["shard"][:2])
         shard.scheme = meta["scheme"][0]
+        announced = int(meta["hits"][0]) if "hits" in meta else len(hits)
     except (KeyError, ValueError, IndexError):
-        raise InputError("header lines #scheme, #top, #database or #shard missing or malformed",
-                         path=path) from None
+        raise InputError("header lines #scheme, #top, #database or #shard missing, or a header "
+                         "line malformed", path=path) from None
+    if announced != len(hits):
+        raise InputError(f"{announced} hit lines announced, {len(hits)} found (file cut short?)",
+                         path=path)
     missing = {hit.target_index for hit in hits} - set(shard.target_texts)
     if missing:
         raise InputError(f"no #sequence line for reported target {min(missing)}", path=path)

@@ -219,6 +219,20 @@ def test_hits_file_round_trip(tmp_path, proteins):
         read_hits(tmp_path / "old.hits")
 
 
+def test_hits_file_cut_at_a_line_end_is_refused(tmp_path, proteins):
+    """A .hits file cut short at the end of a line (a partial copy) lost hit lines, and merge-hits
+    merged the rest without a word; the #hits line counts them."""
+    queries, db = proteins
+    result = search(queries, enumerate(db), PROTEIN, 999, len(db), top=3)
+    write_hits(tmp_path / "a.hits", result, PROTEIN.describe(), 0, 1, queries, 0,
+               [t.id for t in db], [len(t) for t in db])
+    lines = (tmp_path / "a.hits").read_text().splitlines(keepends=True)
+    for kept in (len(lines) - 1, len(lines) - len(result.hits)):  # one hit line lost; every one
+        (tmp_path / "cut.hits").write_text("".join(lines[:kept]))
+        with pytest.raises(InputError, match=f"{len(result.hits)} hit lines announced, "):
+            read_hits(tmp_path / "cut.hits")
+
+
 def test_evalues_follow_the_formula_and_fall_with_score(proteins):
     queries, db = proteins
     residues = sum(map(len, db))
