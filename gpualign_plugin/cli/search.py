@@ -77,8 +77,9 @@ def register(subparsers) -> None:
 def add_output_options(parser: argparse.ArgumentParser) -> None:
     """``--out-blast``, ``--out-tsv``, ``--out-sam`` and ``--evalue`` (shared with ``merge-hits``)."""
     parser.add_argument("--evalue", type=float, metavar="E",
-                        help="report only hits with an E-value of at most E (BLAST's -evalue; applied "
-                             "to the outputs, after the top hits are chosen) [no limit]")
+                        help="report only hits with an E-value of at most E (applied to the outputs, after "
+                             "the top hits are chosen by score; BLAST's -evalue chooses them by E-value, "
+                             "docs/ALGORITHMS.md) [no limit]")
     parser.add_argument("--out-blast", metavar="PATH", help="BLAST tabular (-outfmt 6, 12 columns)")
     parser.add_argument("--out-tsv", metavar="PATH",
                         help="hits TSV: lengths, raw score, bit score, E-value, strand, coordinates, CIGAR")
