@@ -379,7 +379,8 @@ def test_cli_dna_minus_strand_blast_coordinates(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["bad_residue", "shard_with_blast", "missing_shard", "no_output",
-                                  "query_name_too_long_for_sam", "two_outputs_one_file"])
+                                  "query_name_too_long_for_sam", "two_outputs_one_file",
+                                  "evalue_in_a_shard_job"])
 def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths, capsys, case):
     query, db = fixture_paths
     out = tmp_path / "o.m8"
@@ -405,6 +406,12 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths,
         # BLAST tabular and the TSV both renamed onto o.m8: the table was silently lost.
         args = ["search", "-q", query, "-d", db, "--out-blast", out, "--out-tsv", tmp_path / "." / "o.m8"]
         expected = "--out-blast and --out-tsv name the same file"
+    elif case == "evalue_in_a_shard_job":
+        # The .hits file keeps every top hit and merge-hits cuts at its own --evalue: the shard
+        # job's cut was silently dropped (merged outputs held hits above it).
+        out = tmp_path / "p0.hits"
+        args = ["search", "-q", query, "-d", db, "--shards", 2, "--evalue", 1e-5, "--out-hits", out]
+        expected = "give --evalue to 'gpualign merge-hits'"
     else:
         args = ["search", "-q", query, "-d", db]
         expected = "no output requested"
