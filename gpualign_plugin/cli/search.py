@@ -206,9 +206,9 @@ def run(args: argparse.Namespace) -> int:
     if args.shards > 1 and paths:
         raise InputError("a shard job (--shards > 1) writes only --out-hits; merge the shards with "
                          "'gpualign merge-hits' to get BLAST tabular, TSV and SAM")
-    if args.shards > 1 and args.evalue is not None:
-        raise InputError("a shard job (--shards > 1) keeps every top hit; give --evalue to "
-                         "'gpualign merge-hits', which writes the outputs")
+    if args.evalue is not None and args.out_hits and not paths:
+        raise InputError("--evalue cuts the BLAST tabular, TSV and SAM outputs; a .hits file keeps "
+                         "every top hit: give --evalue to 'gpualign merge-hits'")
     if not paths and not args.out_hits:
         raise InputError("no output requested: give --out-blast, --out-tsv, --out-sam or --out-hits")
     if args.out_hits:
