@@ -166,6 +166,20 @@ class Sequence:
         return len(self.codes)
 
 
+BLAST_DEFAULT_GAPS = {"BLOSUM45": (14, 2), "BLOSUM50": (13, 2), "BLOSUM62": (11, 1), "BLOSUM90": (10, 1),
+                      "PAM30": (9, 1), "PAM70": (10, 1), "PAM250": (14, 2)}
+"""``blastp``'s default (gap open, gap extend) for each matrix it ships, in our convention (a gap
+of length ``k`` costs ``open + k * extend``, as BLAST's existence + k * extension). BLOSUM80 is
+left out: Biopython's BLOSUM80 is scaled otherwise than NCBI's, so NCBI's 10/1 does not carry
+over."""
+
+
+def default_gaps(matrix_name: str) -> tuple[int, int]:
+    """``(gap_open, gap_extend)`` to use with a protein ``matrix_name`` when none are given:
+    :data:`BLAST_DEFAULT_GAPS` where blastp has a default for it, else BLOSUM62's 11/1."""
+    return BLAST_DEFAULT_GAPS.get(matrix_name.upper(), BLAST_DEFAULT_GAPS["BLOSUM62"])
+
+
 @dataclass(frozen=True)
 class ScoringScheme:
     """Substitution scores and affine gap costs.

@@ -1,11 +1,15 @@
 """Scoring model: alphabets, encoding, matrices, gap convention and their errors."""
 
+import re
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.scoring import (DNA, NEG_INF, PROTEIN, ScoringScheme, reverse_complement_codes,
-                                     reverse_complement_text)
+from gpualign_plugin.scoring import (BLAST_DEFAULT_GAPS, DNA, NEG_INF, PROTEIN, ScoringScheme, default_gaps,
+                                     reverse_complement_codes, reverse_complement_text)
 
 
 def test_dna_encoding_is_case_insensitive_and_reads_u_as_t():
@@ -140,3 +144,34 @@ def test_selenocysteine_scores_as_cysteine_as_in_blastp(tmp_path):
                           "-outfmt", "6 score"], check=True, capture_output=True, text=True).stdout
     ours = align_sequences(blosum.encode("q", query), blosum.encode("s", subject), blosum, "local")
     assert ours.score == int(out.split()[0])
+
+
+@pytest.mark.skipif(not shutil.which("blastp"), reason="ncbi-blast+ is not installed")
+def test_default_gaps_of_a_matrix_are_blastps(tmp_path):
+    """blastp reports the gap costs it used ("Existence: 14, Extension: 2"): a gap of length k costs
+    existence + k * extension there, open + k * extend here."""
+    query = tmp_path / "q.fa"
+    query.write_text(">q\nMKVLAAGIVGLLLAQSTAWAEEKKEGSA\n")
+    for name, gaps in BLAST_DEFAULT_GAPS.items():
+        report = subprocess.run(["blastp", "-query", str(query), "-subject", str(query), "-matrix", name],
+                                capture_output=True, text=True, check=True).stdout
+        found = re.search(r"Existence: (\d+), Extension: (\d+)", report)
+        assert (int(found.group(1)), int(found.group(2))) == gaps == default_gaps(name.lower()), name
+    assert default_gaps("BLOSUM80") == default_gaps("GONNET1992") == (11, 1)
+
+
+def test_a_protein_matrix_without_gap_options_takes_blastps_default(tmp_path):
+    import argparse
+
+    from gpualign_plugin.cli.common import add_scoring_options, scheme_from_args
+
+    parser = argparse.ArgumentParser()
+    add_scoring_options(parser, "protein")
+    scheme = scheme_from_args(parser.parse_args(["--matrix", "PAM250"]))
+    assert (scheme.gap_open, scheme.gap_extend) == (14, 2)
+    scheme = scheme_from_args(parser.parse_args(["--matrix", "PAM250", "--gap-open", "11"]))
+    assert (scheme.gap_open, scheme.gap_extend) == (11, 2)
+    scheme = scheme_from_args(parser.parse_args([]))
+    assert (scheme.name, scheme.gap_open, scheme.gap_extend) == ("BLOSUM62", 11, 1)
+    scheme = scheme_from_args(parser.parse_args(["--matrix", "NUC.4.4"]))
+    assert (scheme.gap_open, scheme.gap_extend) == (5, 2)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.runtime.backend import BACKENDS
-from gpualign_plugin.scoring import DNA_LETTERS, ScoringScheme, looks_like_nucleotide
+from gpualign_plugin.scoring import DNA_LETTERS, ScoringScheme, default_gaps, looks_like_nucleotide
 
 
 def add_scoring_options(parser: argparse.ArgumentParser, default_kind: str) -> None:
@@ -31,9 +31,12 @@ def add_scoring_options(parser: argparse.ArgumentParser, default_kind: str) -> N
     group.add_argument("--ambiguity", type=int, default=-1, metavar="N",
                        help="score of a pair involving N or another IUPAC ambiguity code [-1]")
     group.add_argument("--gap-open", type=int, metavar="N",
-                       help="gap open cost [5 for DNA, 11 for protein]")
+                       help="gap open cost [5 for DNA; for a protein matrix blastp's default for it: "
+                            "11 for BLOSUM62, 14 for BLOSUM45 and PAM250, 13 for BLOSUM50, 10 for "
+                            "BLOSUM90 and PAM70, 9 for PAM30, else 11]")
     group.add_argument("--gap-extend", type=int, metavar="N",
-                       help="gap extend cost per column [2 for DNA, 1 for protein]")
+                       help="gap extend cost per column [2 for DNA; for a protein matrix blastp's "
+                            "default: 2 for BLOSUM45, BLOSUM50 and PAM250, else 1]")
     parser.set_defaults(scoring_default_kind=default_kind)
 
 
@@ -94,7 +97,8 @@ def scheme_from_args(args: argparse.Namespace, inputs=()) -> ScoringScheme:
     when the first records of every FASTA file in ``inputs`` look like protein (or every
     file's like DNA, :func:`detected_kind`) and the subcommand's own default is the other kind, the defaults of that
     kind are used (BLOSUM62, gaps 11+k; or match 2, mismatch -3, gaps 5+2k) and one log
-    line says so.
+    line says so. A protein ``--matrix`` without gap options takes blastp's default gap costs
+    for it (:func:`~gpualign_plugin.scoring.default_gaps`).
     """
     dna_options = args.match is not None or args.mismatch is not None
     if args.matrix and dna_options:
@@ -111,8 +115,9 @@ def scheme_from_args(args: argparse.Namespace, inputs=()) -> ScoringScheme:
                 "choose otherwise)", "protein" if kind == "protein" else "DNA", chosen)
     use_matrix = args.matrix or (not dna_options and kind == "protein")
     if use_matrix:
-        probe = ScoringScheme.from_matrix(args.matrix or "BLOSUM62", 11, 1)
-        default_open, default_extend = (11, 1) if not probe.is_dna else (5, 2)
+        name = args.matrix or "BLOSUM62"
+        probe = ScoringScheme.from_matrix(name, 11, 1)
+        default_open, default_extend = default_gaps(name) if not probe.is_dna else (5, 2)
         return ScoringScheme.from_matrix(
             args.matrix or "BLOSUM62",
             args.gap_open if args.gap_open is not None else default_open,
