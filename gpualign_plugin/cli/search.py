@@ -53,7 +53,9 @@ def register(subparsers) -> None:
     parser.add_argument("--out-hits", metavar="PATH",
                         help="shard interchange file for 'gpualign merge-hits' (required with --shards)")
     parser.add_argument("--top", "--max-hits", dest="top", type=int, default=10, metavar="K",
-                        help="hits kept per query (BLAST's -max_target_seqs) [10]")
+                        help="hits kept per query, each a (target, strand): on DNA with both strands a "
+                             "target can take two places, where BLAST's -max_target_seqs counts "
+                             "targets [10]")
     parser.add_argument("--strand", choices=("both", "plus"),
                         help="search the query's reverse complement too [both for DNA, plus for protein]")
     parser.add_argument("--chunk-residues", type=int, default=20_000_000, metavar="N",
