@@ -58,12 +58,9 @@ def format_report(comparison: GenomeComparison, reference_path: str, query_path:
              _row("UnalignedBases", _percent(ref.bases - ref.aligned_bases, ref.bases),
                   _percent(qry.bases - qry.aligned_bases, qry.bases)),
              "", "[Alignments]"]
-    # 1-to-1: the blocks (they never overlap on a contig) but those contained on the reference
-    # in another one (a redundant contig's: delta-filter -1 keeps one alignment per reference
-    # position); M-to-M: every block and the repeat copies.
-    kept = covering(blocks, "target")
-    one_to_one = [b for b in blocks if id(b) in kept]
-    for label, alignments in (("1-to-1", one_to_one), ("M-to-M", blocks + comparison.copies)):
+    # M-to-M: every block and the repeat copies.
+    for label, alignments in (("1-to-1", _one_to_one(blocks)),
+                              ("M-to-M", blocks + comparison.copies)):
         ref_length = sum(b.target_end - b.target_start for b in alignments)
         qry_length = sum(b.query_end - b.query_start for b in alignments)
         weighted = sum(b.identity / 100.0 * (b.target_end - b.target_start + b.query_end
@@ -95,8 +92,9 @@ def format_report(comparison: GenomeComparison, reference_path: str, query_path:
 def _snp_lines(comparison: GenomeComparison) -> list[str]:
     """TotalSNPs, TotalGSNPs, TotalIndels (bases), TotalGIndels and IndelEvents, with dnadiff's rows.
 
-    As dnadiff (``show-snps -C``), a SNP or indel counts only where its reference position and
-    its contig position each lie in one aligned block (:func:`_aligned_once`).
+    As dnadiff (``show-snps -C`` on its 1-to-1 alignments), a SNP or indel counts only where
+    it lies in a 1-to-1 block and its reference and contig positions in no other
+    (:func:`_aligned_once`).
     """
     snps, good_snps, indels, good_indels = Counter(), Counter(), Counter(), Counter()
     indel_events = 0
@@ -145,11 +143,21 @@ def _snp_lines(comparison: GenomeComparison) -> list[str]:
     return lines
 
 
+def _one_to_one(blocks: list) -> list:
+    """dnadiff's 1-to-1 alignments: the blocks (they never overlap on a contig) but those
+    contained on the reference in another one (a redundant contig's: ``delta-filter -1`` keeps
+    one alignment per reference position)."""
+    kept = covering(blocks, "target")
+    return [b for b in blocks if id(b) in kept]
+
+
 def _aligned_once(comparison: GenomeComparison):
-    """A test of a variant: whether its reference position lies in exactly one of the
-    comparison's aligned blocks on its reference record, and its contig position in exactly one
-    on its contig (show-snps' ``-C``: no SNP of an ambiguous mapping, such as where two contigs
-    or the two ends of a circular contig cover the same reference bases)."""
+    """A test of a variant: whether it lies in one of the 1-to-1 blocks (:func:`_one_to_one`),
+    its reference position in no other 1-to-1 block on its reference record, and its contig
+    position in no other on its contig. As dnadiff runs ``show-snps -C`` on its ``.1delta``: no
+    SNP of an ambiguous mapping (two contigs or the two ends of a circular contig covering the
+    same reference bases), and no SNP of, nor ambiguity from, a block left out of the 1-to-1 set
+    (a redundant contig's)."""
     def intervals(pairs) -> dict:
         table: dict = {}
         for key, start, end in pairs:
@@ -158,14 +166,19 @@ def _aligned_once(comparison: GenomeComparison):
             table[key][1].append(end)
         return {key: (np.sort(starts), np.sort(ends)) for key, (starts, ends) in table.items()}
 
-    reference = intervals((b.target_id, b.target_start, b.target_end) for b in comparison.blocks)
-    contigs = intervals((b.query_id, b.query_start, b.query_end) for b in comparison.blocks)
+    one_to_one = _one_to_one(comparison.blocks)
+    kept = {id(b) for b in one_to_one}
+    reference = intervals((b.target_id, b.target_start, b.target_end) for b in one_to_one)
+    contigs = intervals((b.query_id, b.query_start, b.query_end) for b in one_to_one)
+    left_out = intervals((b.query_id, b.query_start, b.query_end) for b in comparison.blocks
+                         if id(b) not in kept)
 
     def depth(table: dict, key: str, position: int) -> int:
         starts, ends = table.get(key, (np.empty(0), np.empty(0)))
         return int(np.searchsorted(starts, position, "right") - np.searchsorted(ends, position, "right"))
 
-    return lambda v: (depth(reference, v.target_id, v.target_pos) <= 1
+    return lambda v: (depth(left_out, v.query_id, v.query_pos) == 0
+                      and depth(reference, v.target_id, v.target_pos) <= 1
                       and depth(contigs, v.query_id, v.query_pos) <= 1)
 
 

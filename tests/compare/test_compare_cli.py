@@ -160,6 +160,20 @@ def test_a_redundant_contig_is_not_a_one_to_one_alignment_as_in_dnadiff(tmp_path
     assert ours["AlignedBases"] == theirs["AlignedBases"]
 
 
+@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+def test_snps_under_a_redundant_contig_count_as_in_dnadiff(tmp_path):
+    # A whole-genome contig with SNPs and a redundant piece of it: dnadiff's SNPs come from its
+    # 1-to-1 alignments (show-snps -C on the .1delta), where the piece's alignment is filtered
+    # out, so the whole contig's SNPs under the piece are unambiguous and count.
+    reference, _, _ = simulated(8)
+    rng = random.Random(8)
+    strain = "".join(c if rng.random() > 0.01 else rng.choice("ACGT".replace(c, "")) for c in reference)
+    ours, theirs = ours_and_dnadiff(tmp_path, reference, [("whole", strain), ("piece", strain[3000:6000])])
+    assert number(theirs["TotalSNPs"][0]) > sum(a != b for a, b in zip(strain[3000:6000], reference[3000:6000]))
+    for label in ("TotalSNPs", "TotalGSNPs", "TotalIndels"):
+        assert ours[label] == theirs[label], (label, ours[label], theirs[label])
+
+
 def test_outputs_are_complete_and_readable(assembly):
     rows = report_rows(assembly / "asm.report")
     report = (assembly / "asm.report").read_text()
