@@ -820,8 +820,31 @@ def _identity(blocks: list[AlignedBlock], region_id: str) -> float:
     return 100.0 * sum(b.matches for b in mine) / columns if columns else 0.0
 
 
+IUPAC_BASES = {"A": "A", "C": "C", "G": "G", "T": "T", "U": "T", "R": "AG", "Y": "CT", "S": "CG",
+               "W": "AT", "K": "GT", "M": "AC", "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG"}
+"""The bases each nucleotide letter stands for (N and X: any, so not listed)."""
+
+
+def allowed_by_code(reference_base: str, contig_base: str) -> bool:
+    """Whether show-snps takes a mismatch column for no SNP (MUMmer's ``CompareIUPAC``).
+
+    True when either letter is N or X (or another letter that is no nucleotide code), when the
+    contig letter stands for every base the reference letter does (A against R, R against D),
+    or when the contig has one base that the reference letter allows (G against R).
+    """
+    reference = IUPAC_BASES.get(reference_base.upper())
+    contig = IUPAC_BASES.get(contig_base.upper())
+    if reference is None or contig is None:
+        return True
+    return set(reference) <= set(contig) or (len(contig) == 1 and contig in reference)
+
+
 def _variants(region: Region, work: _Work):
-    """SNPs and indels of a region's matching regions, with dnadiff's buffer."""
+    """SNPs and indels of a region's matching regions, with dnadiff's buffer.
+
+    A mismatch column whose letters an IUPAC code reconciles (:func:`allowed_by_code`) is no
+    SNP, as in show-snps, and so takes no other variant's buffer either.
+    """
     letters = work.scheme.alphabet.letters
     query = work.queries[region.query_id].codes[region.query_start:region.query_end]
     if region.strand == "-":
@@ -837,7 +860,9 @@ def _variants(region: Region, work: _Work):
                 ti += length
             elif op == "X":
                 for k in range(length):
-                    found.append((ti + k, letters[target[ti + k]], letters[query[qi + k]], qi + k))
+                    ref, alt = letters[target[ti + k]], letters[query[qi + k]]
+                    if not allowed_by_code(ref, alt):
+                        found.append((ti + k, ref, alt, qi + k))
                 qi += length
                 ti += length
             elif op == "D":

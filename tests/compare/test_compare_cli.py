@@ -174,6 +174,25 @@ def test_snps_under_a_redundant_contig_count_as_in_dnadiff(tmp_path):
         assert ours[label] == theirs[label], (label, ours[label], theirs[label])
 
 
+@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+def test_a_base_that_an_ambiguity_code_allows_is_no_snp_as_in_dnadiff(tmp_path):
+    # A reference with IUPAC codes: show-snps skips a pair its CompareIUPAC accepts (R against
+    # A or G, N against anything), so such a pair is no SNP and takes no SNP's buffer; a code
+    # that excludes the contig's base (W against C) is one.
+    reference, _, _ = simulated(9)
+    rng = random.Random(9)
+    strain = "".join(c if rng.random() > 0.005 else rng.choice("ACGT".replace(c, "")) for c in reference)
+    codes = {"A": "RWMD", "C": "YSMB", "G": "RSKV", "T": "YWKH"}
+    scaffold = list(reference)
+    for k, position in enumerate(range(500, len(reference) - 500, 300)):
+        allowed = codes[strain[position]]
+        scaffold[position] = "N" if k % 5 == 0 else rng.choice(
+            [c for c in "RYSWKM" if c not in allowed]) if k % 3 == 0 else rng.choice(allowed)
+    ours, theirs = ours_and_dnadiff(tmp_path, "".join(scaffold), [("strain", strain)])
+    for label in ("TotalSNPs", "TotalGSNPs"):
+        assert ours[label] == theirs[label], (label, ours[label], theirs[label])
+
+
 def test_outputs_are_complete_and_readable(assembly):
     rows = report_rows(assembly / "asm.report")
     report = (assembly / "asm.report").read_text()
