@@ -25,7 +25,8 @@ EPILOG = """outputs (PREFIX.*):
   PREFIX.bam              the contigs' placements (sorted, indexed)
   PREFIX.vcf              SNPs and small indels on the reference (one haploid sample)
   PREFIX.differences.tsv  one row per structural difference (insertion, deletion,
-                          inversion, relocation, translocation, replacement, small)
+                          inversion, relocation, duplication, translocation,
+                          replacement, small)
   PREFIX.dotplot.png      classified dot plot, one panel per reference record
 
 Every line of the report and every column of the table: docs/COMPARE.md.

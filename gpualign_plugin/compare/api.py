@@ -18,8 +18,10 @@ reference (the *target*) in three steps:
    identical runs of its placements (:func:`anchored_syntenic`), so a long contig costs
    about its length times ``chunk_length`` cells instead of its length squared.
 3. **Differences.** Chains other than the home are events of their own: ``inversion``
-   (same target, other strand), ``relocation`` (same target and strand, out of order) or
-   ``translocation`` (another target record). Inside a region, each difference block of
+   (same target, other strand), ``relocation`` (same target and strand, out of order),
+   ``duplication`` (either of those two where the home region's matching regions align the
+   chain's reference bases too: a copy, the original still in place) or ``translocation``
+   (another target record). Inside a region, each difference block of
    the syntenic alignment loses the parts other regions align (a block the inverted
    supplementary placement covers is that inversion, not a replacement); what is left is
    classified:
@@ -76,8 +78,8 @@ CHUNK_LENGTH = 20000
 ANCHOR_RUN = 20
 """An anchor is the middle of a run of at least this many identical columns of a placement."""
 
-EVENT_KINDS = ("insertion", "deletion", "inversion", "relocation", "translocation",
-               "replacement", "small")
+EVENT_KINDS = ("insertion", "deletion", "inversion", "relocation", "duplication",
+               "translocation", "replacement", "small")
 """Kinds of differences, in report order."""
 
 
@@ -190,20 +192,21 @@ class Difference:
         Reference record.
     target_start, target_end : int
         The event's bases in the reference (equal for an insertion: the junction). For a
-        relocation or translocation: where the block comes from.
+        relocation or translocation: where the block comes from; for a duplication: the
+        reference bases it copies (which the contig also holds at their own place).
     orientation : str
         ``'-'`` when the event's contig bases read the reverse complement of its reference
         bases relative to their surroundings (an inversion), else ``'+'``.
     region : str
         The region in which it was seen.
     aligned_by : str
-        The region aligning the event's bases (inversions, relocations, translocations),
-        else ``''``.
+        The region aligning the event's bases (inversions, relocations, duplications,
+        translocations), else ``''``.
     identity : float
         Identity (percent) of that region's matching regions; 0 when none.
     inserted_at : int
-        For a relocation found from a deletion and an insertion: the reference position of
-        the insertion (where the block went); else -1.
+        For a relocation or a duplication: the reference position of the insertion (where
+        the block went, or its copy), when found; else -1.
     """
 
     id: str
@@ -683,10 +686,20 @@ class _Work:
             if home is None:
                 home = region
             else:
+                kind = "duplication" if role in ("relocation", "inversion") and self._copied(
+                    home, t_start, t_end) else role
                 self.events.append(Difference(
-                    "", role, query.id, q_start, q_end, region.target_id, t_start, t_end,
+                    "", kind, query.id, q_start, q_end, region.target_id, t_start, t_end,
                     "-" if first.strand != home.strand else "+", home.id, region.id,
                     _identity(self.blocks, region.id)))
+
+    def _copied(self, home: Region, target_start: int, target_end: int) -> bool:
+        """Whether the home region's matching regions align all but fewer than ``min_event``
+        bases of ``[target_start, target_end)`` of its reference record: a chain of the same
+        contig there is a copy of bases the contig also holds at their place, not a move."""
+        cover = [(b.target_start, b.target_end, b.region) for b in self.blocks
+                 if b.region == home.id]
+        return _uncovered(target_start, target_end, cover, "")[2] < self.min_event
 
     # -- differences ----------------------------------------------------------------------
     def find_differences(self) -> None:
@@ -729,9 +742,11 @@ class _Work:
         self._pair_relocations(insertions, deletions)
 
     def _note_insertion_point(self, region, qs, qe, ts) -> None:
-        """Where a relocated chain of the same contig sits in ``region``'s reference window."""
+        """Where a relocated or duplicated chain of the same contig sits in ``region``'s
+        reference window."""
         for k, event in enumerate(self.events):
-            if (event.kind == "relocation" and event.region == region.id and event.inserted_at < 0
+            if (event.kind in ("relocation", "duplication") and event.region == region.id
+                    and event.inserted_at < 0
                     and event.target_id == region.target_id
                     and min(qe, event.query_end) - max(qs, event.query_start)
                     >= min(self.min_event, event.query_span)):

@@ -233,6 +233,22 @@ def test_a_piece_from_another_record_is_one_translocation(orientation, seed):
     assert not comparison.variants
 
 
+@pytest.mark.parametrize("orientation, seed", [("+", 91), ("-", 92)])
+def test_a_copied_block_whose_original_stays_is_a_duplication_not_a_move(orientation, seed):
+    # A segmental duplication: reference bases 3000-5000 stay in place and a copy of them
+    # (reversed for '-') sits at 12000. Nothing moved: the reference interval is aligned at
+    # its own place too, so a relocation (or inversion) "from 3000-5000" would be wrong.
+    reference = random_dna(16000, seed)
+    copy = reference[3000:5000] if orientation == "+" else reverse_complement_text(reference[3000:5000])
+    comparison = run(reference, [("contig", reference[:12000] + copy + reference[12000:])])
+    (event,) = comparison.differences
+    assert (event.kind, event.orientation) == ("duplication", orientation)
+    assert close(event.query_start, 12000) and close(event.query_end, 14000)
+    assert close(event.target_start, 3000) and close(event.target_end, 5000)
+    assert close(event.inserted_at, 12000)
+    assert comparison.count("duplication") == (1, event.query_span, event.target_span)
+
+
 def _copies_by_definition(work, blocks, evalue):
     """The repeat copies as defined (compare.api._repeat_copies): each uncovered reference stretch
     (``uncovered_stretches``) aligned (exact local) with every contig on both strands one pair at a time, the best kept
