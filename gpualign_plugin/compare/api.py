@@ -295,8 +295,9 @@ class GenomeComparison:
         The local placements the regions were built from.
     regions : list of Region
     blocks : list of AlignedBlock
-        Matching regions of every region (nested ones included), sorted by reference record
-        order and position.
+        Matching regions of every region (nested ones included; two that abut on both
+        sequences joined, :func:`_join_abutting`), sorted by reference record order and
+        position.
     differences : list of Difference
     variants : list of Variant
         SNPs and indels, sorted by reference record order and position.
@@ -388,8 +389,9 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     comparison = GenomeComparison({q.id: len(q) for q in queries}, {t.id: len(t) for t in targets},
                                   list(placements), work.regions)
     rank = {t.id: k for k, t in enumerate(targets)}
-    comparison.blocks = sorted(work.blocks, key=lambda b: (rank[b.target_id], b.target_start,
-                                                           b.target_end, b.query_id, b.query_start))
+    comparison.blocks = sorted(_join_abutting(work.blocks),
+                               key=lambda b: (rank[b.target_id], b.target_start, b.target_end,
+                                              b.query_id, b.query_start))
     comparison.differences = [replace(d, id=f"E{k}") for k, d in enumerate(sorted(
         work.events, key=lambda d: (rank[d.target_id], d.target_start, d.target_end, d.query_id,
                                     d.query_start, EVENT_KINDS.index(d.kind))), start=1)]
@@ -826,6 +828,37 @@ def _uncovered(start: int, end: int, cover, own: str) -> tuple[int, int, int]:
     if not len(where):
         return start, start, 0
     return start + int(where[0]), start + int(where[-1]) + 1, int(len(where))
+
+
+def _join_abutting(blocks: list[AlignedBlock]) -> list[AlignedBlock]:
+    """The blocks, those of different regions that abut on both sequences (same contig,
+    record and strand: one collinear stretch) joined into one, under the first one's region.
+
+    Blocks of one region are separated by difference blocks; two that meet end to end on the
+    contig and on the reference come from two regions, such as a tandem copy's piece and the
+    piece before it, and are one alignment for nucmer (and so for dnadiff's figures).
+    """
+    def end_key(b: AlignedBlock) -> tuple:
+        return b.query_id, b.target_id, b.strand, b.target_end, \
+            b.query_end if b.strand == "+" else b.query_start
+
+    joined: list[AlignedBlock] = []
+    open_ends: dict = {}  # end_key of a joined block -> its index
+    for block in sorted(blocks, key=lambda b: (b.target_id, b.target_start, b.query_id)):
+        key = (block.query_id, block.target_id, block.strand, block.target_start,
+               block.query_start if block.strand == "+" else block.query_end)
+        previous = open_ends.pop(key, None)
+        if previous is None:
+            previous = len(joined)
+            joined.append(block)
+        else:
+            a = joined[previous]
+            joined[previous] = replace(
+                a, query_start=min(a.query_start, block.query_start),
+                query_end=max(a.query_end, block.query_end), target_end=block.target_end,
+                cigar=Cigar.from_runs(a.cigar.runs + block.cigar.runs))
+        open_ends[end_key(joined[previous])] = previous
+    return joined
 
 
 def _identity(blocks: list[AlignedBlock], region_id: str) -> float:

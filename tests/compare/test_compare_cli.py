@@ -193,6 +193,21 @@ def test_a_base_that_an_ambiguity_code_allows_is_no_snp_as_in_dnadiff(tmp_path):
         assert ours[label] == theirs[label], (label, ours[label], theirs[label])
 
 
+@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+def test_a_tandem_duplication_is_a_tandem_insertion_as_in_dnadiff(tmp_path):
+    # 300 reference bases repeated in tandem in the assembly. The placement cuts the contig
+    # at the copy, whose piece then abuts the first alignment on both sequences: one
+    # alignment for nucmer (its end overlapping the next one: a tandem insertion), not a
+    # block out of order (a relocation).
+    reference, _, _ = simulated(10)
+    middle = len(reference) // 2
+    contig = reference[:middle + 300] + reference[middle:]
+    ours, theirs = ours_and_dnadiff(tmp_path, reference, [("tandem", contig)])
+    for label in ("AlignedBases", "1-to-1", "M-to-M", "Breakpoints", "Relocations", "Insertions",
+                  "InsertionSum", "TandemIns", "TandemInsSum"):
+        assert ours[label] == theirs[label], (label, ours[label], theirs[label])
+
+
 def test_outputs_are_complete_and_readable(assembly):
     rows = report_rows(assembly / "asm.report")
     report = (assembly / "asm.report").read_text()
