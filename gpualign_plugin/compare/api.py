@@ -70,7 +70,7 @@ END_EXTENSION = 200
 """A chain ending this close (bases) to its contig's end is extended to that end."""
 
 CHAIN_OVERLAP = 100
-"""Consecutive placements of a chain may overlap this many reference bases (shared flanks)."""
+"""Consecutive placements of a chain may overlap this many contig bases (shared flanks)."""
 
 CHUNK_LENGTH = 20000
 """A region's syntenic alignment is cut at placement anchors about this many contig bases apart."""
@@ -459,7 +459,9 @@ def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
 
     A chain holds placements on one target record and one strand whose contig and
     reference intervals run in the same order (reversed on the reference for ``'-'``),
-    consecutive ones overlapping by at most :data:`CHAIN_OVERLAP` reference bases. A
+    consecutive ones overlapping by at most :data:`CHAIN_OVERLAP` contig bases; on the
+    reference the next one starts and ends after the previous one, overlapping it by any
+    length (a tandem duplication: the contig reads those bases again). A
     chain's weight is its contig bases minus, for each link, the deletion it implies
     (reference gap minus contig gap, when positive), so a moved block does not chain across
     the reference between its origin and its new neighbours. The heaviest chain (ties: the
@@ -489,8 +491,8 @@ def _follows(a: Alignment, b: Alignment) -> bool:
     if a.query_end > b.query_start + CHAIN_OVERLAP:
         return False
     if b.strand == "+":
-        return b.target_start >= a.target_end - CHAIN_OVERLAP and b.target_end > a.target_end
-    return b.target_end <= a.target_start + CHAIN_OVERLAP and b.target_start < a.target_start
+        return b.target_start > a.target_start and b.target_end > a.target_end
+    return b.target_end < a.target_end and b.target_start < a.target_start
 
 
 def _heaviest_chain(group: list[Alignment]) -> tuple[list[Alignment], int]:

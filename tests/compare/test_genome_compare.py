@@ -249,6 +249,21 @@ def test_a_copied_block_whose_original_stays_is_a_duplication_not_a_move(orienta
     assert comparison.count("duplication") == (1, event.query_span, event.target_span)
 
 
+def test_a_tandem_expansion_is_no_move_of_the_contig_around_it():
+    # Three extra copies of a 100 bp unit: the placement's pieces on both sides overlap by
+    # more than a unit on the reference (a tandem duplication: the contig reads those bases
+    # again). They are one collinear chain; the events are the extra copies, not the 10 kbp
+    # after them moved (a relocation of [10200, 20300) was reported before).
+    reference = random_dna(20000, 92)
+    unit = reference[10000:10100]
+    comparison = run(reference, [("contig", reference[:10100] + 3 * unit + reference[10100:])])
+    assert comparison.differences
+    assert all(d.kind in ("insertion", "duplication", "small") for d in comparison.differences)
+    assert all(10000 - TOLERANCE <= d.query_start and d.query_end <= 10400 + TOLERANCE
+               for d in comparison.differences)
+    assert sum(d.query_span for d in comparison.differences) <= 300 + TOLERANCE
+
+
 def _copies_by_definition(work, blocks, evalue):
     """The repeat copies as defined (compare.api._repeat_copies): each uncovered reference stretch
     (``uncovered_stretches``) aligned (exact local) with every contig on both strands one pair at a time, the best kept
