@@ -62,13 +62,17 @@ QNAME_MAX_LENGTH = 254
 
 
 def check_query_names(names: Iterable[str], path: str | None = None) -> None:
-    """Raise :class:`InputError` for the first name longer than :data:`QNAME_MAX_LENGTH`.
+    """Raise :class:`InputError` for the first name longer than :data:`QNAME_MAX_LENGTH`, or
+    named ``*`` (SAM's QNAME for "no name", which samtools and IGV would read so).
 
     Lengths are counted in the bytes pysam writes (UTF-8). ``path`` (the query file)
     is named in the message when given. The commands call it before any work when a SAM or
     BAM output is asked for.
     """
     for name in names:
+        if name == "*":
+            raise InputError("a query named '*': SAM/BAM read that QNAME as 'no name' (rename the "
+                             "record, or leave out the SAM/BAM output)", path=path, record=name)
         length = len(name.encode("utf-8"))
         if length > QNAME_MAX_LENGTH:
             raise InputError(f"query name of {length} characters; SAM/BAM query names (QNAME) "

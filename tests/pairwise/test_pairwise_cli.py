@@ -224,6 +224,8 @@ BAD_INPUTS = [
     ("duplicate", ">a\nACGT\n>a\nACGT\n", [], ["record 'a'", "duplicate"]),
     # SAM's QNAME holds at most 254 characters: before, a traceback once every pair was aligned.
     ("name_too_long_for_sam", ">" + "r" * 255 + "\nACGT\n", [], ["255 characters", "at most 254"]),
+    # A QNAME of '*' is SAM's 'no name': samtools and IGV would lose the contig's identity.
+    ("star_name_for_sam", ">*\nACGTACGTAAACC\n", [], ["record '*'", "'no name'"]),
     ("bad_gap_open", ">a\nACGT\n", ["--gap-open", "-2"], ["--gap-open"]),
     ("bad_gap_extend", ">a\nACGT\n", ["--gap-extend", "0"], ["--gap-extend"]),
     ("bad_extension", ">a\nACGT\n", ["--out", "{tmp}/x.xyz"], ["output format"]),
