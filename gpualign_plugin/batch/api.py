@@ -177,23 +177,41 @@ def align_strands_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str
     the same call to the engine and keeps the minus strand only where it scores
     strictly higher, as :func:`align_batch_strands`. Returns the results and a
     ``bool`` array, true where the minus strand was kept (its query coordinates are
-    on the reverse complement).
+    on the reverse complement); :func:`align_strands_with_other_scores` also gives the
+    score of the strand not kept.
 
     Raises
     ------
     InputError
         ``'both'`` with a protein scheme.
     """
+    columns, minus, _ = align_strands_with_other_scores(pairs, scheme, mode, strands, backend,
+                                                        device, progress, profile)
+    return columns, minus
+
+
+def align_strands_with_other_scores(pairs: SequencePairs, scheme: ScoringScheme, mode: str,
+                                    strands: str = "plus", backend: str = "cpu", device: int = 0,
+                                    progress=None, profile: dict | None = None
+                                    ) -> tuple[AlignmentColumns, np.ndarray, np.ndarray | None]:
+    """:func:`align_strands_columns`, and per pair the score of the strand it did not keep.
+
+    Returns ``(columns, minus, other_score)``; ``other_score`` (``int64``, one per pair) is
+    ``None`` when one strand is aligned. The strand not kept is an alignment of the query
+    too: ``gpualign batch`` counts it as a second best (or a tie) in MAPQ, as ``gpualign
+    pairwise`` ranks both strands of a pair.
+    """
     signs = pairwise.strand_signs(strands, scheme)
     count = len(pairs)
     if len(signs) == 1:
         return (align_columns(pairs, scheme, mode, backend, device, progress=progress,
-                              profile=profile), np.zeros(count, dtype=bool))
+                              profile=profile), np.zeros(count, dtype=bool), None)
     both = align_columns(pairs.with_minus_strand(), scheme, mode, backend, device,
                          progress=progress, profile=profile)
     minus = both.score[count:] > both.score[:count]
     index = np.arange(count)
-    return take_columns(both, np.where(minus, index + count, index)), minus
+    other_score = np.where(minus, both.score[:count], both.score[count:])
+    return take_columns(both, np.where(minus, index + count, index)), minus, other_score
 
 
 def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",

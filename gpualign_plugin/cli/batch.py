@@ -103,19 +103,34 @@ def alignment_table(queries, targets, query_index, target_index, columns, minus)
                           np.zeros(len(columns), dtype=np.int64))
 
 
-def placed_table(table, mode: str):
+def placed_table(table, mode: str, other_score=None):
     """The rows that are alignments (local: score above 0), ranked and flagged by the placement rule.
 
     The same rows, order, primary flags and MAPQ as
-    :func:`~gpualign_plugin.pairwise.placement.place` of the alignment objects.
+    :func:`~gpualign_plugin.pairwise.placement.place` of the alignment objects together with
+    the alignments on the strand each pair did not keep (``other_score``, one per row of
+    ``table``, or ``None`` with one strand; local: those scoring above 0), which are then left
+    out: they count as second best or tie in MAPQ, as in ``gpualign pairwise``, and are never
+    primary (a pair's kept strand scores at least as much, and is ``+`` on a tie).
     """
     from gpualign_plugin.pairwise.placement import place_arrays
 
-    rows = np.flatnonzero(table.score > 0) if mode == "local" else np.arange(len(table))
-    order, primary, mapq = place_arrays(table.query_index[rows], table.target_index[rows],
-                                        table.score[rows], table.minus[rows])
-    placed = table.take(rows[order])
-    placed.primary, placed.mapq = primary, mapq
+    def alignments(score):
+        return np.flatnonzero(score > 0) if mode == "local" else np.arange(len(score))
+
+    rows = alignments(table.score)
+    if other_score is None:
+        other_score, others = table.score, rows[:0]
+    else:
+        others = alignments(other_score)
+    order, primary, mapq = place_arrays(
+        np.concatenate((table.query_index[rows], table.query_index[others])),
+        np.concatenate((table.target_index[rows], table.target_index[others])),
+        np.concatenate((table.score[rows], other_score[others])),
+        np.concatenate((table.minus[rows], ~table.minus[others])))
+    kept = order < len(rows)
+    placed = table.take(rows[order[kept]])
+    placed.primary, placed.mapq = primary[kept], mapq[kept]
     return placed
 
 
@@ -151,7 +166,7 @@ def _names(names) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign batch``; returns the exit status."""
-    from gpualign_plugin.batch.api import align_strands_columns
+    from gpualign_plugin.batch.api import align_strands_with_other_scores
     from gpualign_plugin.batch.columns import SequencePairs
     from gpualign_plugin.io.columnar import (paf_lines, sam_header_lines, sam_lines, tsv_lines,
                                              write_bytes)
@@ -178,15 +193,15 @@ def run(args: argparse.Namespace) -> int:
     profile = {} if engine == "gpu" else None
     mark = time.perf_counter()
     with Progress(stats.cells, "batch") as progress:
-        columns, minus = align_strands_columns(pairs, scheme, args.mode, args.strand, engine,
-                                               args.device, progress.advance, profile)
+        columns, minus, other_score = align_strands_with_other_scores(
+            pairs, scheme, args.mode, args.strand, engine, args.device, progress.advance, profile)
     phases["align_s"] = time.perf_counter() - mark
     if profile:
         phases["kernel_s"] = profile["kernel_seconds"]
     stats.finish()
     mark = time.perf_counter()
     table = alignment_table(queries, targets, query_index, target_index, columns, minus)
-    placed = placed_table(table, args.mode) if any(fmt != "tsv" for _, fmt in outputs) else None
+    placed = placed_table(table, args.mode, other_score) if any(fmt != "tsv" for _, fmt in outputs) else None
     unaligned = int((table.score <= 0).sum()) if args.mode == "local" else 0
     log.info("%s aligned (%d without a local alignment; %s), %.2f GCUPS", counted(len(pairs), "pair"),
              unaligned, engine, stats.gcups)

@@ -256,3 +256,27 @@ def test_a_local_pair_without_an_alignment_is_an_unmapped_record_that_flagstat_c
         stats = subprocess.run(["samtools", "flagstat", str(bam)], capture_output=True, text=True,
                                check=True).stdout
         assert stats.startswith("2 + 0 in total") and "1 + 0 mapped" in stats
+
+
+@pytest.mark.parametrize("mode", ["semiglobal", "local"])
+def test_both_strands_mapq_counts_the_strand_not_kept_as_pairwise_does(tmp_path, mode):
+    # The strand a pair does not keep is an alignment of the query too: an equal score on it is
+    # a tie (MAPQ 0), a lower one a second best, as gpualign pairwise ranks both strands.
+    from gpualign_plugin.scoring import reverse_complement_text
+
+    rng = np.random.default_rng(11)
+    x, y = ("".join(rng.choice(list("ACGT"), 40)) for _ in range(2))
+    damaged = y[:10] + ("A" if y[10] != "A" else "C") + y[11:30] + ("A" if y[30] != "A" else "C") + y[31:]
+    (tmp_path / "q.fa").write_text(f">tie\n{x}\n>second\n{y}\n")
+    (tmp_path / "t.fa").write_text(f">t_tie\nACGT{x}{reverse_complement_text(x)}\n"
+                                   f">t_second\n{y}GGGG{reverse_complement_text(damaged)}\n")
+    (tmp_path / "pairs.txt").write_text("tie t_tie\nsecond t_second\n")
+    common = ["-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--pairs",
+              str(tmp_path / "pairs.txt"), "--mode", mode, "--strand", "both"]
+    assert main(["batch", *common, "--out", str(tmp_path / "batch.paf")]) == 0
+    batch = {r["qname"]: r["mapq"] for r in read_paf(tmp_path / "batch.paf")}
+    best, second = 80, 80 - 2 * (2 + 3)  # 40 matches; two of them mismatches on the minus strand
+    assert batch == {"tie": 0, "second": 60 * (best - second) // best}
+    if mode == "semiglobal":  # pairwise places local pieces by a rule of their own
+        assert main(["pairwise", *common, "--out", str(tmp_path / "pairwise.paf")]) == 0
+        assert {r["qname"]: r["mapq"] for r in read_paf(tmp_path / "pairwise.paf")} == batch

@@ -22,7 +22,7 @@ from gpualign_plugin.io.sam import write_alignments
 from gpualign_plugin.model import Alignment
 from gpualign_plugin.pairwise.api import align_pair
 from gpualign_plugin.pairwise.placement import place, place_arrays
-from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes, reverse_complement_text
 
 DNA = ScoringScheme.dna()
 TIES = ScoringScheme.dna(1, -1, 0, 1)
@@ -124,7 +124,15 @@ def object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pai
         alignments.append(a)
         lines.append(f"{a.query_id}\t{a.target_id}\t{a.score}\t{a.query_start}\t{a.query_end}\t"
                      f"{a.target_start}\t{a.target_end}\t{a.cigar}\t{a.strand}\n")
-    placed = place(alignments)
+    # The strand each pair did not keep ranks too (a second best or a tie in MAPQ), then is left
+    # out: it stands in without a CIGAR.
+    for (query, target), (strand, pair) in zip(pairs if strands == "both" else [], aligned):
+        codes = query.codes if strand == "-" else reverse_complement_codes(query.codes)
+        other = align_pair(codes, target.codes, scheme, mode)
+        if mode != "local" or other.score > 0:
+            alignments.append(Alignment(query.id, target.id, len(query), len(target), 0, 0, 0, 0,
+                                        "+" if strand == "-" else "-", other.score, None, mode))
+    placed = [a for a in place(alignments) if a.cigar is not None]
     # A listed query without any alignment is an unmapped SAM/BAM record, as pairwise writes it.
     aligned_ids = {a.query_id for a in placed}
     unmapped = [q for q in dict.fromkeys(query for query, _ in pairs) if q.id not in aligned_ids]
