@@ -111,12 +111,19 @@ def placed_table(table, mode: str, other_score=None):
     the alignments on the strand each pair did not keep (``other_score``, one per row of
     ``table``, or ``None`` with one strand; local: those scoring above 0), which are then left
     out: they count as second best or tie in MAPQ, as in ``gpualign pairwise``, and are never
-    primary (a pair's kept strand scores at least as much, and is ``+`` on a tie).
+    primary (a pair's kept strand scores at least as much, and is ``+`` on a tie). A pair
+    listed more than once is placed once, at its first row (``gpualign pairwise`` aligns a
+    repeated pairs line once): its copies are no second placement.
     """
     from gpualign_plugin.pairwise.placement import place_arrays
 
+    pair_key = table.query_index * (int(table.target_index.max(initial=0)) + 1) + table.target_index
+    first_listing = np.zeros(len(table), dtype=bool)
+    first_listing[np.unique(pair_key, return_index=True)[1]] = True
+
     def alignments(score):
-        return np.flatnonzero(score > 0) if mode == "local" else np.arange(len(score))
+        return np.flatnonzero(first_listing & (score > 0)) if mode == "local" else \
+            np.flatnonzero(first_listing)
 
     rows = alignments(table.score)
     if other_score is None:

@@ -280,3 +280,20 @@ def test_both_strands_mapq_counts_the_strand_not_kept_as_pairwise_does(tmp_path,
     if mode == "semiglobal":  # pairwise places local pieces by a rule of their own
         assert main(["pairwise", *common, "--out", str(tmp_path / "pairwise.paf")]) == 0
         assert {r["qname"]: r["mapq"] for r in read_paf(tmp_path / "pairwise.paf")} == batch
+
+
+def test_a_pair_listed_twice_keeps_two_tsv_lines_but_is_one_placed_alignment(tmp_path):
+    # As gpualign pairwise aligns a repeated pairs line once: the copy is no second placement
+    # (it took MAPQ to 0 as a tie and wrote the same alignment again as a secondary record).
+    rng = np.random.default_rng(12)
+    x = "".join(rng.choice(list("ACGT"), 40))
+    (tmp_path / "q.fa").write_text(f">q\n{x}\n")
+    (tmp_path / "t.fa").write_text(f">t\nGG{x}GG\n")
+    (tmp_path / "pairs.txt").write_text("q t\nq t\n")
+    assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--pairs",
+                 str(tmp_path / "pairs.txt"), "--out", str(tmp_path / "o.tsv"), "--out",
+                 str(tmp_path / "o.paf"), "--out", str(tmp_path / "o.sam")]) == 0
+    assert len(read_tsv(tmp_path / "o.tsv")) == 2
+    assert [(r["qname"], r["mapq"], r["tp"]) for r in read_paf(tmp_path / "o.paf")] == [("q", 60, "P")]
+    with pysam.AlignmentFile(str(tmp_path / "o.sam")) as sam:
+        assert [(r.query_name, r.flag, r.mapping_quality) for r in sam] == [("q", 0, 60)]

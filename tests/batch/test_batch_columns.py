@@ -111,7 +111,7 @@ def object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pai
     else:
         pairs = list(zip(queries, targets))
     aligned = align_batch_strands([(q.codes, t.codes) for q, t in pairs], scheme, mode, strands)
-    lines, alignments = [TSV_HEADER], []
+    lines, alignments, placed_pairs = [TSV_HEADER], [], set()
     for (query, target), (strand, pair) in zip(pairs, aligned):
         if mode == "local" and pair.score <= 0:
             lines.append(f"{query.id}\t{target.id}\t0\t0\t0\t0\t0\t*\t+\n")
@@ -121,12 +121,17 @@ def object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pai
             (pair.query_start, pair.query_end)
         a = Alignment(query.id, target.id, m, len(target), q_start, q_end, pair.target_start,
                       pair.target_end, strand, pair.score, pair.cigar, mode)
-        alignments.append(a)
+        if (query.id, target.id) not in placed_pairs:  # a pair listed again is placed once
+            placed_pairs.add((query.id, target.id))
+            alignments.append(a)
         lines.append(f"{a.query_id}\t{a.target_id}\t{a.score}\t{a.query_start}\t{a.query_end}\t"
                      f"{a.target_start}\t{a.target_end}\t{a.cigar}\t{a.strand}\n")
     # The strand each pair did not keep ranks too (a second best or a tie in MAPQ), then is left
     # out: it stands in without a CIGAR.
     for (query, target), (strand, pair) in zip(pairs if strands == "both" else [], aligned):
+        if (query.id, target.id) not in placed_pairs:
+            continue
+        placed_pairs.remove((query.id, target.id))
         codes = query.codes if strand == "-" else reverse_complement_codes(query.codes)
         other = align_pair(codes, target.codes, scheme, mode)
         if mode != "local" or other.score > 0:
