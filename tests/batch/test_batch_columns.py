@@ -10,6 +10,8 @@ queries in several pairs, protein).
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -157,7 +159,7 @@ def object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pai
 def test_cli_files_equal_the_object_path_byte_for_byte(tmp_path, case, listed):
     alphabet, mode, strands = case
     scheme = {"dna": DNA, "ties": TIES, "protein": PROTEIN}[alphabet]
-    rng = np.random.default_rng(hash(case) % 1000 + listed)
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()) % 1000 + listed)
     letters = "ACDEFGHIKLMNPQRSTVWY*" if alphabet == "protein" else \
         ("AC" if alphabet == "ties" else "ACGTNRYU")
     query_path, target_path = write_reads(tmp_path, rng, 90, letters, alphabet == "protein")
@@ -175,8 +177,8 @@ def test_cli_files_equal_the_object_path_byte_for_byte(tmp_path, case, listed):
     assert main(args) == 0
     unmapped = object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pairs_file,
                               " ".join(["gpualign"] + args))
-    if mode == "local" and alphabet == "dna":
-        assert unmapped  # the case holds reads without a local alignment
+    if mode == "local" and alphabet == "dna" and not listed:
+        assert unmapped  # the case holds reads without a local alignment (listed pairs may not)
     for ext in ("tsv", "paf", "sam"):
         assert (tmp_path / f"bulk.{ext}").read_bytes() == (tmp_path / f"objects.{ext}").read_bytes(), ext
     import pysam
