@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.io.columnar import (paf_lines, sam_header_lines, sam_lines, tsv_lines,
                                              write_bytes)
     from gpualign_plugin.io.fasta import read_fasta_arrays
-    from gpualign_plugin.io.sam import check_query_names, unmapped_lines, write_alignments
+    from gpualign_plugin.io.sam import (check_query_names, check_target_names, unmapped_lines,
+                                        write_alignments)
     from gpualign_plugin.runtime.backend import resolve_backend
 
     started = time.perf_counter()
@@ -191,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
     targets = read_fasta_arrays(args.target, scheme.alphabet)
     if any(fmt in ("sam", "bam") for _, fmt in outputs):
         check_query_names(queries.names, args.query)
+        check_target_names(targets.names, args.target)
     query_index, target_index = pair_indices(queries, targets, args.pairs, args.query, args.target)
     pairs = SequencePairs.of_records(queries, targets, query_index, target_index)
     engine = resolve_backend(args.backend, args.device)

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     from gpualign_plugin.io.fasta import read_fasta
     from gpualign_plugin.io.pairs import read_pairs_file
-    from gpualign_plugin.io.sam import check_query_names
+    from gpualign_plugin.io.sam import check_query_names, check_target_names
     from gpualign_plugin.pairwise.api import align_records
     from gpualign_plugin.runtime.backend import resolve_backend
 
@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     targets = read_fasta(args.target, scheme)
     if any(fmt in ("sam", "bam") for _, fmt in outputs):
         check_query_names((q.id for q in queries), args.query)
+        check_target_names((t.id for t in targets), args.target)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     pairs = read_pairs_file(args.pairs, queries, targets) if args.pairs else None
     if pairs is not None and len(set(pairs)) < len(pairs):

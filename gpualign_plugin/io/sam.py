@@ -80,6 +80,27 @@ def check_query_names(names: Iterable[str], path: str | None = None) -> None:
                              "output)", path=path, record=name)
 
 
+_REFERENCE_NAME = re.compile(r"[0-9A-Za-z!#$%&+./:;?@^_|~-][0-9A-Za-z!#$%&*+./:;=?@^_|~-]*")
+"""SAM's grammar of a reference name (``@SQ SN``, RNAME): printable ASCII without commas, quotes,
+backslashes, brackets, parentheses or braces, not starting with ``*`` or ``=``."""
+
+
+def check_target_names(names: Iterable[str], path: str | None = None) -> None:
+    """Raise :class:`InputError` for the first name that is not a SAM reference name
+    (:data:`_REFERENCE_NAME`): written as ``@SQ SN`` and RNAME it would make invalid SAM/BAM,
+    and a comma would split the ``SA:Z`` entries naming it in the wrong places.
+
+    ``path`` (the target file) is named in the message when given. The commands call it
+    before any work when a SAM or BAM output is asked for.
+    """
+    for name in names:
+        if not _REFERENCE_NAME.fullmatch(name):
+            raise InputError("target name is not a SAM reference name (printable ASCII without "
+                             "commas, quotes, backslashes or brackets of any kind, not starting "
+                             "with '*' or '='); rename the record, or leave out the SAM/BAM output",
+                             path=path, record=name)
+
+
 BAI_MAX_LENGTH = 1 << 29
 """Longest reference a ``.bai`` index can address (2^29 bp, about 537 Mbp); longer ones need ``.csi``."""
 

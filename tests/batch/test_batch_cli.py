@@ -297,3 +297,13 @@ def test_a_pair_listed_twice_keeps_two_tsv_lines_but_is_one_placed_alignment(tmp
     assert [(r["qname"], r["mapq"], r["tp"]) for r in read_paf(tmp_path / "o.paf")] == [("q", 60, "P")]
     with pysam.AlignmentFile(str(tmp_path / "o.sam")) as sam:
         assert [(r.query_name, r.flag, r.mapping_quality) for r in sam] == [("q", 0, 60)]
+
+
+def test_a_target_name_sam_cannot_hold_is_one_line_exit_2(tmp_path, capsys):
+    (tmp_path / "q.fa").write_text(">q\nACGTACGTAA\n")
+    (tmp_path / "t.fa").write_text(">chr1,alt\nACGTACGTAA\n")
+    assert main(["batch", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--out",
+                 str(tmp_path / "o.tsv"), "--out", str(tmp_path / "o.sam")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "record 'chr1,alt'" in err[0] and "reference name" in err[0]
+    assert not (tmp_path / "o.tsv").exists() and not (tmp_path / "o.sam").exists()

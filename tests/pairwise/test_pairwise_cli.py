@@ -348,3 +348,19 @@ def test_end_to_end_modes_write_the_best_only_unless_secondary_is_asked(genomes,
                    "--backend", "cpu") == 0
     rows = read_paf(str(paf))
     assert len(rows) == 8 and sum(r["tp"] == "S" for r in rows) == 6
+
+
+@pytest.mark.parametrize("name", ["chr1,alt", "contig[2]", "*chr", "=chr", "chr\u00e9"])
+def test_a_target_name_sam_cannot_hold_is_one_line_exit_2_before_any_work(tmp_path, capsys, name):
+    # SAM's reference names exclude commas, brackets, quotes and a leading '*' or '=': a comma
+    # made the SA:Z tag unparsable ('SA:Z:chr1,alt,5001,+,...'), the others are invalid SAM.
+    (tmp_path / "q.fa").write_text(">q\nACGTACGTAAACCCGGGTTTAC\n")
+    (tmp_path / "t.fa").write_text(f">ok\nACGT\n>{name} description\nACGTACGTAAACCCGGGTTTAC\n")
+    common = ["-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--backend", "cpu"]
+    assert main(["pairwise", *common, "--out", str(tmp_path / "o.paf"),
+                 "--out", str(tmp_path / "o.bam")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "t.fa") in err[0] and f"record '{name}'" in err[0]
+    assert "reference name" in err[0]
+    assert sorted(os.listdir(tmp_path)) == ["q.fa", "t.fa"]
+    assert main(["pairwise", *common, "--out", str(tmp_path / "o.paf")]) == 0  # PAF holds it
