@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``gpualign pairwise``; returns the exit status."""
     started = time.perf_counter()
     from gpualign_plugin.io.fasta import read_fasta
-    from gpualign_plugin.io.pairs import read_pairs_file
+    from gpualign_plugin.io.pairs import read_distinct_pairs
     from gpualign_plugin.io.sam import check_query_names, check_target_names
     from gpualign_plugin.pairwise.api import align_records
     from gpualign_plugin.runtime.backend import resolve_backend
@@ -139,12 +139,7 @@ def run(args: argparse.Namespace) -> int:
         check_query_names((q.id for q in queries), args.query)
         check_target_names((t.id for t in targets), args.target)
     strands = args.strand or ("both" if scheme.is_dna else "plus")
-    pairs = read_pairs_file(args.pairs, queries, targets) if args.pairs else None
-    if pairs is not None and len(set(pairs)) < len(pairs):
-        # A repeated line would align the pair twice: a copy that takes MAPQ to 0 as a tie.
-        log.info("%s listed more than once in %s: aligned once",
-                 counted(len(pairs) - len(set(pairs)), "pair"), args.pairs)
-        pairs = list(dict.fromkeys(pairs))
+    pairs = read_distinct_pairs(args.pairs, queries, targets) if args.pairs else None
     min_score = args.min_score if args.min_score is not None else (1 if args.mode == "local" else None)
     engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)

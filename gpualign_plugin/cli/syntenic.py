@@ -73,12 +73,12 @@ def register(subparsers) -> None:
 
 def choose_pairs(queries, targets, pairs_file: str | None, query_path: str) -> list[tuple]:
     """The ``(query, target)`` records to align (rules in the epilog); raise :class:`InputError` if none."""
-    from gpualign_plugin.io.pairs import read_pairs_file
+    from gpualign_plugin.io.pairs import read_distinct_pairs
 
     target_by_id = {t.id: t for t in targets}
     query_by_id = {q.id: q for q in queries}
     if pairs_file:
-        return [(query_by_id[q], target_by_id[t]) for q, t in read_pairs_file(pairs_file, queries, targets)]
+        return [(query_by_id[q], target_by_id[t]) for q, t in read_distinct_pairs(pairs_file, queries, targets)]
     if len(queries) == 1 and len(targets) == 1:
         return [(queries[0], targets[0])]
     pairs = [(q, target_by_id[q.id]) for q in queries if q.id in target_by_id]

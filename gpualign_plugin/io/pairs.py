@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Iterable
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.text import text_input
 from gpualign_plugin.scoring import Sequence
+
+log = logging.getLogger("gpualign")
 
 
 def read_pairs_file(path: str, queries: Iterable[Sequence | str],
@@ -40,3 +43,19 @@ def read_pairs_file(path: str, queries: Iterable[Sequence | str],
     if not pairs:
         raise InputError("no pairs listed", path=path)
     return pairs
+
+
+def read_distinct_pairs(path: str, queries: Iterable[Sequence | str],
+                        targets: Iterable[Sequence | str]) -> list[tuple[str, str]]:
+    """:func:`read_pairs_file`, each pair once (at its first line): for commands that write one
+    alignment per pair (``pairwise``, ``syntenic``), where a repeated line would align the pair
+    again and write it twice (in ``pairwise`` also a copy that takes MAPQ to 0 as a tie). One
+    log line says how many repeated lines were left out.
+    """
+    pairs = read_pairs_file(path, queries, targets)
+    distinct = list(dict.fromkeys(pairs))
+    repeated = len(pairs) - len(distinct)
+    if repeated:
+        log.info("%d %s listed more than once in %s: aligned once", repeated,
+                 "pair" if repeated == 1 else "pairs", path)
+    return distinct

@@ -474,3 +474,22 @@ def test_unknown_engine_backend_is_refused():
         syntenic_score(a, a, scheme, 10, backend="auto")
     with pytest.raises(ValueError, match="backend"):
         syntenic_align(a, a, scheme, 10, backend="tpu")
+
+
+def test_cli_a_pair_listed_twice_is_aligned_once(tmp_path):
+    # As gpualign pairwise does: before, the repeated line was aligned again and every block
+    # table row, BED line and PAF line of the pair was written twice.
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.paf import read_paf
+
+    q_path, t_path, _, _ = planted_fasta(tmp_path, np.random.default_rng(9), ("x1", "x1"))
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("x1 x1\r\nx1\tx1\n")
+    prefix = str(tmp_path / "listed")
+    assert main(["syntenic", "-q", str(q_path), "-t", str(t_path), "-o", prefix, "--pairs",
+                 str(pairs)]) == 0
+    header, rows = read_table(f"{prefix}.blocks.tsv")
+    assert sum(line.startswith("# pair x1") for line in header) == 1
+    assert [int(r["block"]) for r in rows] == list(range(1, len(rows) + 1))
+    assert len(read_paf(f"{prefix}.paf")) == [r["type"] for r in rows].count("match")
+    assert os.path.exists(f"{prefix}.dotplot.png")
