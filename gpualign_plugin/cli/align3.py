@@ -116,7 +116,7 @@ def read_triplets(path: str, inputs) -> list[tuple[str, list]]:
         raise InputError("no such file", path=path)
     triplets: list[tuple[str, list]] = []
     names: set[str] = set()
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:  # a BOM is no id
         for number, line in enumerate(handle, start=1):
             if not line.strip() or line.startswith("#"):
                 continue

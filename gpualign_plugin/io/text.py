@@ -11,7 +11,8 @@ from gpualign_plugin.errors import InputError
 
 @contextlib.contextmanager
 def text_input(path: str | os.PathLike) -> Iterator[IO[str]]:
-    """Open a UTF-8 text file for reading, as ``open(path, encoding="utf-8")`` does.
+    """Open a UTF-8 text file for reading, as ``open(path, encoding="utf-8-sig")`` does: a
+    byte-order mark at the start (as Windows editors save UTF-8) is not part of the first line.
 
     Raises
     ------
@@ -24,7 +25,7 @@ def text_input(path: str | os.PathLike) -> Iterator[IO[str]]:
     if not os.path.isfile(path):
         raise InputError("no such file", path=path)
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             yield handle
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", path=path) from None

@@ -387,3 +387,14 @@ def test_cli_auto_backend_falls_back_to_the_cpu_with_the_same_output(tmp_path, t
 def test_unknown_backend_is_an_error():
     with pytest.raises(ValueError, match="backend"):
         align3(*encode(["AC", "A", "C"], DNA), DNA, 2, backend="tpu")
+
+
+def test_cli_triplets_file_with_a_byte_order_mark_and_crlf(tmp_path, trio):
+    # Windows editors save UTF-8 with a BOM: before, the first id read '\ufeffr0' ("in none of
+    # the FASTA files").
+    _, fasta = trio
+    triplets = tmp_path / "t.tsv"
+    triplets.write_bytes("\ufeffr0\tr1\tr2\r\n".encode("utf-8"))
+    maf = tmp_path / "o.maf"
+    assert main(["align3", "--fasta", fasta, "--triplets", str(triplets), "--maf", str(maf)]) == 0
+    assert [b.sources for b in read_maf(maf)] == [("r0", "r1", "r2")]
