@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Iterable
 
 from gpualign_plugin.errors import InputError
@@ -11,10 +12,14 @@ from gpualign_plugin.scoring import Sequence
 
 log = logging.getLogger("gpualign")
 
+_COMMENT = re.compile(r"(?:^|\s)#")
+"""Where a comment starts: a ``#`` at the start of the line or after whitespace."""
+
 
 def read_pairs_file(path: str, queries: Iterable[Sequence | str],
                     targets: Iterable[Sequence | str]) -> list[tuple[str, str]]:
-    """Read ``QUERY_ID TARGET_ID`` lines (whitespace-separated; ``#`` starts a comment).
+    """Read ``QUERY_ID TARGET_ID`` lines (whitespace-separated; a ``#`` that starts a word starts a
+    comment, so ids may hold ``#``, as older Illumina read names do: ``HWUSI:6:73:941:1973#0/1``).
 
     ``queries`` and ``targets`` are the records (or their ids) the ids must name.
 
@@ -26,7 +31,7 @@ def read_pairs_file(path: str, queries: Iterable[Sequence | str],
     pairs = []
     with text_input(path) as handle:
         for number, line in enumerate(handle, start=1):
-            line = line.split("#", 1)[0].strip()
+            line = _COMMENT.split(line, 1)[0].strip()
             if not line:
                 continue
             words = line.split()
