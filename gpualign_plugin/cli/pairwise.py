@@ -166,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
                                        gpu_memory=args.gpu_memory, gpu_profile=gpu_profile)
             if not args.secondary:
                 alignments = [a for a in alignments if a.is_primary]
+            # A query with nothing above --min-score is an unmapped record, as in local mode.
+            asked, aligned = {q.id for q, _ in listed}, {a.query_id for a in alignments}
+            unmapped = [q for q in queries if q.id in asked and q.id not in aligned]
             cells = total
     phases["align_s"] = time.perf_counter() - started - phases["read_s"]
     stats.cells = cells

@@ -364,3 +364,19 @@ def test_a_target_name_sam_cannot_hold_is_one_line_exit_2_before_any_work(tmp_pa
     assert "reference name" in err[0]
     assert sorted(os.listdir(tmp_path)) == ["q.fa", "t.fa"]
     assert main(["pairwise", *common, "--out", str(tmp_path / "o.paf")]) == 0  # PAF holds it
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal"])
+def test_end_to_end_query_with_nothing_above_min_score_is_an_unmapped_record(tmp_path, mode):
+    # As local placement and batch write a query without an alignment, so that samtools flagstat
+    # counts every query: before, such a query had no record at all (15 of 31 counted).
+    (tmp_path / "q.fa").write_text(">good\nACGTACGGTACCAGTTACGT\n>poor\nTTTTTTTTTTTTTTTTTTTT\n"
+                                   ">unlisted\nACGTACGGTACCAGTTACGT\n")
+    (tmp_path / "t.fa").write_text(">t\nACGTACGGTACCAGTTACGT\n")
+    (tmp_path / "pairs.txt").write_text("good t\npoor t\n")
+    assert main(["pairwise", "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "t.fa"), "--mode", mode,
+                 "--min-score", "10", "--pairs", str(tmp_path / "pairs.txt"), "--backend", "cpu",
+                 "--out", str(tmp_path / "o.sam"), "--out", str(tmp_path / "o.paf")]) == 0
+    with pysam.AlignmentFile(str(tmp_path / "o.sam")) as sam:
+        assert [(r.query_name, r.flag) for r in sam] == [("good", 0), ("poor", 4)]
+    assert [line.split("\t")[0] for line in (tmp_path / "o.paf").read_text().splitlines()] == ["good"]
