@@ -61,9 +61,15 @@ QNAME_MAX_LENGTH = 254
 """The longest query name SAM's QNAME (``[!-?A-~]{1,254}``) and BAM's ``l_read_name`` hold."""
 
 
+_QNAME_CHARACTERS = re.compile(r"[!-?A-~]*")
+"""The characters of SAM's QNAME grammar (``[!-?A-~]{1,254}``): printable ASCII without ``@``."""
+
+
 def check_query_names(names: Iterable[str], path: str | None = None) -> None:
-    """Raise :class:`InputError` for the first name longer than :data:`QNAME_MAX_LENGTH`, or
-    named ``*`` (SAM's QNAME for "no name", which samtools and IGV would read so).
+    """Raise :class:`InputError` for the first name longer than :data:`QNAME_MAX_LENGTH`,
+    named ``*`` (SAM's QNAME for "no name", which samtools and IGV would read so), or holding
+    a character SAM's QNAME excludes (``@``: a record line starting with it reads as a header
+    line, and samtools refuses the file; anything outside printable ASCII).
 
     Lengths are counted in the bytes pysam writes (UTF-8). ``path`` (the query file)
     is named in the message when given. The commands call it before any work when a SAM or
@@ -73,6 +79,10 @@ def check_query_names(names: Iterable[str], path: str | None = None) -> None:
         if name == "*":
             raise InputError("a query named '*': SAM/BAM read that QNAME as 'no name' (rename the "
                              "record, or leave out the SAM/BAM output)", path=path, record=name)
+        if not _QNAME_CHARACTERS.fullmatch(name):
+            raise InputError("query name is not a SAM QNAME (printable ASCII without '@'; samtools "
+                             "reads a line starting with '@' as a header line): rename the record, "
+                             "or leave out the SAM/BAM output", path=path, record=name)
         length = len(name.encode("utf-8"))
         if length > QNAME_MAX_LENGTH:
             raise InputError(f"query name of {length} characters; SAM/BAM query names (QNAME) "

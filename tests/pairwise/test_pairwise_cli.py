@@ -226,6 +226,10 @@ BAD_INPUTS = [
     ("name_too_long_for_sam", ">" + "r" * 255 + "\nACGT\n", [], ["255 characters", "at most 254"]),
     # A QNAME of '*' is SAM's 'no name': samtools and IGV would lose the contig's identity.
     ("star_name_for_sam", ">*\nACGTACGTAAACC\n", [], ["record '*'", "'no name'"]),
+    # SAM's QNAME is printable ASCII without '@': before, a query '@r1' (a FASTQ name kept in a
+    # FASTA header) made a SAM file whose record samtools read as a bad header line.
+    ("at_name_for_sam", ">@r1\nACGTACGTAAACC\n", [], ["record '@r1'", "QNAME"]),
+    ("non_ascii_name_for_sam", ">r\u00e9\nACGTACGTAAACC\n", [], ["record 'r\u00e9'", "QNAME"]),
     ("bad_gap_open", ">a\nACGT\n", ["--gap-open", "-2"], ["--gap-open"]),
     ("bad_gap_extend", ">a\nACGT\n", ["--gap-extend", "0"], ["--gap-extend"]),
     ("bad_extension", ">a\nACGT\n", ["--out", "{tmp}/x.xyz"], ["output format"]),
