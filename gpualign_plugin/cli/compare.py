@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from gpualign_plugin.compare.report import (VCF_INFO, format_report, vcf_records,
                                                 write_differences)
     from gpualign_plugin.io.fasta import read_fasta
-    from gpualign_plugin.io.sam import write_alignments
+    from gpualign_plugin.io.sam import check_query_names, check_target_names, write_alignments
     from gpualign_plugin.io.vcf import write_vcf
     from gpualign_plugin.runtime.backend import resolve_backend
     from gpualign_plugin.version import __version__
@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         check_writable(path)
     queries = read_fasta(args.query, scheme)
     targets = read_fasta(args.target, scheme)
+    check_query_names((q.id for q in queries), args.query)  # the BAM's names, before any work
+    check_target_names((t.id for t in targets), args.target)
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target), (query.id, target.id))

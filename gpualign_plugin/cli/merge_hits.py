@@ -98,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
     first = shards[0]
     queries = [scheme.encode(name, text, path=args.hits[0])
                for (name, _), text in zip(first.result.queries, first.query_texts)]
+    if args.out_sam:
+        from gpualign_plugin.io.sam import check_query_names, check_target_names
+
+        check_query_names((q.id for q in queries), args.hits[0])
+        check_target_names(names, args.hits[0])
     texts = {index: text for shard in shards for index, text in shard.target_texts.items()}
     result.targets = {hit.target_index: scheme.encode(names[hit.target_index], texts[hit.target_index],
                                                       path=args.hits[0])

@@ -225,12 +225,14 @@ def run(args: argparse.Namespace) -> int:
     threads = apply_threads(args.threads)
     queries = read_fasta(args.query, scheme)
     if args.out_sam:
-        from gpualign_plugin.io.sam import check_query_names
+        from gpualign_plugin.io.sam import check_query_names, check_target_names
 
         check_query_names((q.id for q in queries), path=args.query)  # before the search, not after
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     database = load_database(args.db, scheme, verify="background")
     names, lengths = database.names, database.lengths.tolist()
+    if args.out_sam:
+        check_target_names(names, args.db)
     start, stop = shard_range(len(names), args.shards, args.shard)
     residues = args.db_size if args.db_size is not None else database.residues
     stats = RunStats("search", engine=engine, device=describe_device(engine, devices[0]), threads=threads)

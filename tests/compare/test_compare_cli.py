@@ -247,15 +247,20 @@ def test_outputs_are_complete_and_readable(assembly):
     (["--evalue", "0"], "--evalue must be greater than 0"),
     (["--matrix", "BLOSUM62"], "compare aligns DNA genomes"),
     (["--query", "missing.fa"], "missing.fa"),
+    # Names the BAM cannot hold stop before any work (they stopped at the end, at the BAM).
+    (["--target-name", "chr1,alt"], "record 'chr1,alt': target name is not a SAM reference name"),
+    (["--query-name", "@c"], "record '@c'"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, change, message):
-    (tmp_path / "ref.fa").write_text(">ref\nACGTACGTAGCTAGCTAGCATCGATCGATCGA\n")
-    (tmp_path / "asm.fa").write_text(">c\nACGTACGTAGCTAGCTAGCATCGATCGATCGA\n")
+    target_name = change[1] if change[0] == "--target-name" else "ref"
+    query_name = change[1] if change[0] == "--query-name" else "c"
+    (tmp_path / "ref.fa").write_text(f">{target_name}\nACGTACGTAGCTAGCTAGCATCGATCGATCGA\n")
+    (tmp_path / "asm.fa").write_text(f">{query_name}\nACGTACGTAGCTAGCTAGCATCGATCGATCGA\n")
     arguments = ["compare", "--query", str(tmp_path / "asm.fa"), "--target",
                  str(tmp_path / "ref.fa"), "--prefix", str(tmp_path / "out"), "--backend", "cpu"]
     if change[0] == "--query":
         arguments[2] = str(tmp_path / change[1])
-    else:
+    elif not change[0].endswith("-name"):
         arguments += change
     result = subprocess.run(MAIN + arguments, capture_output=True, text=True)
     assert result.returncode == 2

@@ -379,7 +379,8 @@ def test_cli_dna_minus_strand_blast_coordinates(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["bad_residue", "shard_with_blast", "missing_shard", "no_output",
-                                  "query_name_too_long_for_sam", "two_outputs_one_file",
+                                  "query_name_too_long_for_sam", "target_name_not_for_sam",
+                                  "two_outputs_one_file",
                                   "evalue_in_a_shard_job"])
 def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths, capsys, case):
     query, db = fixture_paths
@@ -402,6 +403,12 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, fixture_paths,
         args = ["search", "-q", tmp_path / "q.fa", "-d", db, "--out-blast", out,
                 "--out-sam", tmp_path / "o.sam"]
         expected = "record 'q" + "x" * 299 + "': query name of 300 characters"
+    elif case == "target_name_not_for_sam":
+        # A comma in a reference name splits the SA tags naming it; the SAM came out invalid.
+        (tmp_path / "db.fa").write_text(">chr1,alt\nMKVLAAGIVGLLLAWMKVLAAG\n")
+        args = ["search", "-q", query, "-d", tmp_path / "db.fa", "--out-blast", out,
+                "--out-sam", tmp_path / "o.sam"]
+        expected = "record 'chr1,alt': target name is not a SAM reference name"
     elif case == "two_outputs_one_file":
         # BLAST tabular and the TSV both renamed onto o.m8: the table was silently lost.
         args = ["search", "-q", query, "-d", db, "--out-blast", out, "--out-tsv", tmp_path / "." / "o.m8"]
