@@ -1,7 +1,8 @@
-"""Reuse: a host workflow made of README.md's module snippet, as written there, runs our rules.
+"""Reuse: a host workflow made of the documented module snippet, as written, runs our rules.
 
-The snippet is read from README.md (only the Snakefile path is filled in); its config is the
-`.test/` scenario with the query genome named as the snippet's targets name it.
+The snippet is read from README.md and docs/WORKFLOW.md (only the Snakefile path is filled
+in); its config is the `.test/` scenario with the query genome named as the snippet's targets
+name it.
 """
 
 from __future__ import annotations
@@ -20,23 +21,25 @@ pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not inst
 PLACEHOLDER = "/path/to/gpualign/workflow/Snakefile"
 
 
-def readme_module_snippet() -> str:
-    """The Python block of README.md that imports the workflow as a module."""
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as handle:
+def module_snippet(document: str = "README.md") -> str:
+    """The Python block of ``document`` (relative to the repository) that imports the workflow."""
+    with open(os.path.join(REPO, document), encoding="utf-8") as handle:
         text = handle.read()
     blocks = re.findall(r"^( *)```python\n(.*?)^\1```", text, re.M | re.S)
     snippets = [re.sub(rf"^{indent}", "", body, flags=re.M) for indent, body in blocks
                 if "module gpualign:" in body]
-    assert len(snippets) == 1, "README.md should hold one module snippet"
+    assert len(snippets) == 1, f"{document} should hold one module snippet"
     return snippets[0]
 
 
-def test_readme_module_snippet_runs_the_hosts_targets_only(tmp_path):
-    snippet = readme_module_snippet()
-    assert PLACEHOLDER in snippet and "default_target: True" in snippet
+def host_workflow(host, snippet: str) -> list[str]:
+    """Write the host workflow of ``snippet`` and its data and config into ``host``.
+
+    Returns the targets of the host's ``rule all``.
+    """
+    assert PLACEHOLDER in snippet
     targets = re.findall(r'^\s+"(results/[^"]+)",$', snippet, re.M)
     assert "results/pairwise/strainA.bam" in targets, targets
-    host = tmp_path / "host"
     shutil.copytree(os.path.join(REPO, ".test", "data"), host / "data")
     config = yaml.safe_load(open(os.path.join(REPO, ".test", "config", "config.yaml")))
     config["genomes"][1]["name"] = "strainA"
@@ -47,6 +50,22 @@ def test_readme_module_snippet_runs_the_hosts_targets_only(tmp_path):
         yaml.safe_dump(config, handle)
     (host / "Snakefile").write_text(
         snippet.replace(PLACEHOLDER, os.path.join(REPO, "workflow", "Snakefile")))
+    return targets
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/WORKFLOW.md"])
+def test_documented_module_snippet_keeps_the_hosts_all_the_default(tmp_path, document):
+    host_workflow(tmp_path / "host", module_snippet(document))
+    result = snakemake(str(tmp_path / "host"), "-n")
+    output = result.stdout + result.stderr
+    assert "gpualign_merge_pairwise" in output
+    # The imported `all` (default_target in our Snakefile) wants the report: not planned.
+    assert "gpualign_all" not in output and "gpualign_report_" not in output
+
+
+def test_readme_module_snippet_runs_the_hosts_targets_only(tmp_path):
+    host = tmp_path / "host"
+    targets = host_workflow(host, module_snippet())
 
     result = snakemake(str(host), "--cores", "2")
     output = result.stdout + result.stderr
