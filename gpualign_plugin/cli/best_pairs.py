@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
+from gpualign_plugin.cli.common import counted
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text, check_writable
 from gpualign_plugin.io.paf import read_paf
+
+log = logging.getLogger("gpualign")
 
 EPILOG = """example:
   gpualign pairwise -q strain.fa -t ref.fa --mode semiglobal --out strain.paf
@@ -54,9 +58,13 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read the PAF and write the pairs."""
     check_writable(args.out)
-    pairs = best_pairs(read_paf(args.paf))
+    rows = read_paf(args.paf)
+    pairs = best_pairs(rows)
     if not pairs:
         raise InputError("no primary alignment (tp:A:P) in the file", path=args.paf)
     with atomic_text(args.out) as handle:
         handle.writelines(f"{query}\t{target}\n" for query, target in pairs)
+    aligned = len({row["qname"] for row in rows})
+    log.info("%s paired with a target (of %d with an alignment)",
+             counted(len(pairs), "query", "queries"), aligned)
     return 0

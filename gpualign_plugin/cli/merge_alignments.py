@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
 
-from gpualign_plugin.cli.common import command_line
+from gpualign_plugin.cli.common import command_line, counted
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
 from gpualign_plugin.io.text import text_input
+
+log = logging.getLogger("gpualign")
 
 EPILOG = """examples:
   gpualign merge-alignments --bam shards/*.bam --out-bam strain.bam \\
@@ -96,6 +99,12 @@ def run(args: argparse.Namespace) -> int:
         if args.fasta_dir:
             # Last: the directory appears only when complete, so it needs no clean-up.
             merge_directories(args.fasta_dir, args.out_fasta_dir)
+    for inputs_name, output_name in _PAIRS:
+        inputs = getattr(args, inputs_name)
+        if inputs:
+            noun = (("FASTA directory", "FASTA directories") if inputs_name == "fasta_dir"
+                    else (f"{inputs_name.upper()} file",))
+            log.info("%s merged into %s", counted(len(inputs), *noun), getattr(args, output_name))
     return 0
 
 

@@ -9,12 +9,16 @@ whole input: splitting never changes an answer. No part is empty: fewer units th
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
+from gpualign_plugin.cli.common import counted
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text
 from gpualign_plugin.io.fasta import iter_fasta_text, write_fasta
 from gpualign_plugin.io.text import text_input
+
+log = logging.getLogger("gpualign")
 
 EPILOG = """examples:
   # a genome by record into at most 4 parts of similar total length: parts/000.fa ...
@@ -113,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
                     handle.writelines(line + "\n" for line in units[start:end])
             written.append(path)
     _remove_stale_parts(args.out_dir, extension, len(written))
+    what = (f"{counted(len(units), 'record')} ({counted(sum(weights), 'residue')})" if args.fasta
+            else counted(len(units), "line"))
+    log.info("%s in %s in %s", what, counted(len(written), "part"), args.out_dir)
     return 0
 
 

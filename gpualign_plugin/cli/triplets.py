@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
+from gpualign_plugin.cli.common import counted
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_text, check_writable
 from gpualign_plugin.io.text import text_input
+
+log = logging.getLogger("gpualign")
 
 EPILOG = """example:
   gpualign search -q queries.fa -d setB.fa --top 1 --out-blast B.tsv
@@ -70,4 +74,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("no query has a hit in both sets", path=args.hits[0])
     with atomic_text(args.out) as handle:
         handle.writelines(lines)
+    log.info("%s (of %s with a hit in the first set)", counted(len(lines), "triplet"),
+             counted(len(first), "query", "queries"))
     return 0

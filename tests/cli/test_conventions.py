@@ -104,6 +104,33 @@ def test_output_directories_are_made_and_counts_agree(tmp_path, run):
     assert "1 pair aligned" in err
 
 
+def test_workflow_steps_say_what_they_did(tmp_path, run):
+    # Each command a workflow rule runs leaves one line in the rule's log (stderr); before,
+    # split, merge-alignments, best-pairs and triplets wrote nothing, so their logs were empty.
+    (tmp_path / "q.fa").write_text(DNA_QUERY + ">d2\nACGTTGCAAGCTT\n")
+    (tmp_path / "t.fa").write_text(DNA_TARGET)
+    status, err = run("split", "--fasta", str(tmp_path / "q.fa"), "--parts", "2",
+                      "--out-dir", str(tmp_path / "parts"))
+    assert status == 0 and "gpualign: 2 records (38 residues) in 2 parts in " in err, err
+    for part in ("000", "001"):
+        assert run("pairwise", "-q", str(tmp_path / "parts" / f"{part}.fa"), "-t",
+                   str(tmp_path / "t.fa"), "--backend", "cpu",
+                   "--out", str(tmp_path / f"{part}.bam"), "--out", str(tmp_path / f"{part}.paf"))[0] == 0
+    status, err = run("merge-alignments", "--bam", str(tmp_path / "000.bam"), str(tmp_path / "001.bam"),
+                      "--paf", str(tmp_path / "000.paf"), str(tmp_path / "001.paf"),
+                      "--out-bam", str(tmp_path / "all.bam"), "--out-paf", str(tmp_path / "all.paf"))
+    assert status == 0, err
+    assert f"gpualign: 2 BAM files merged into {tmp_path / 'all.bam'}" in err, err
+    assert f"gpualign: 2 PAF files merged into {tmp_path / 'all.paf'}" in err, err
+    status, err = run("best-pairs", "--paf", str(tmp_path / "all.paf"), "--out", str(tmp_path / "p.txt"))
+    assert status == 0 and "gpualign: 1 query paired with a target (of 1 with an alignment)" in err, err
+    (tmp_path / "set1.tsv").write_text("a\tx\t1\t1e-9\t50\nb\ty\t1\t1e-9\t50\n")
+    (tmp_path / "set2.tsv").write_text("a\tz\t1\t1e-9\t50\n")
+    status, err = run("triplets", "--hits", str(tmp_path / "set1.tsv"), str(tmp_path / "set2.tsv"),
+                      "--out", str(tmp_path / "triplets.tsv"))
+    assert status == 0 and "gpualign: 1 triplet (of 2 queries with a hit in the first set)" in err, err
+
+
 @pytest.mark.parametrize("number, words, expected", [
     (0, ("query", "queries"), "0 queries"), (1, ("query", "queries"), "1 query"),
     (2, ("alignment",), "2 alignments"), (1, ("alignment",), "1 alignment")])

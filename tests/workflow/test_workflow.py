@@ -367,6 +367,15 @@ def test_record_names_that_would_break_wildcards_are_kept(small_runs):
     assert names == {"read/1{a}", "ctg:2", "ctg|3", "ctg_4"}
 
 
+def test_every_rule_log_says_what_the_job_did(small_runs):
+    # Before, the logs of split_genome, merge_pairwise and the report rules were empty.
+    logs = os.path.join(small_runs[3], "logs")
+    paths = [os.path.join(folder, name) for folder, _, names in os.walk(logs) for name in names]
+    assert any("split" in path for path in paths) and any("report" in path for path in paths)
+    empty = [os.path.relpath(path, logs) for path in paths if os.path.getsize(path) == 0]
+    assert not empty, empty
+
+
 def test_syntenic_pairs_records_by_best_pairwise_hit(tmp_path):
     project = copy_project(tmp_path / "pairing")
     config = small_config(project, analyses=("syntenic",), shards=2)

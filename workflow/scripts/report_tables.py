@@ -81,6 +81,7 @@ def identity(snakemake):
         files = len(snakemake.input[kind])
         axis.set_title(f"{kind}: {len(values)} alignment{'s' * (len(values) != 1)} from "
                        f"{files} PAF file{'s' * (files != 1)}")
+        print(f"identity histogram, {axis.get_title()}", file=sys.stderr)
     figure.tight_layout()
     with atomic_path(snakemake.output.png, suffix=".png") as tmp:
         figure.savefig(tmp, dpi=100)
@@ -93,8 +94,17 @@ def write_table(snakemake, title, columns, rows):
         handle.write("\t".join(columns) + "\n")
         for row in rows:
             handle.write("\t".join(str(value) for value in row) + "\n")
-    with atomic_text(snakemake.output.html) as handle:
-        handle.write(html_table(title, columns, rows))
+    write_page(snakemake.output.html, title, columns, rows)
+
+
+def write_page(path, title, columns, rows, script=""):
+    """An HTML page of ``rows`` under ``columns`` at ``path`` (``script`` before its end).
+
+    One line on stderr, the rule's log, says how many rows it holds.
+    """
+    with atomic_text(path) as handle:
+        handle.write(html_table(title, columns, rows).replace("</body>", script + "</body>"))
+    print(f"{title}: {len(rows)} row{'s' * (len(rows) != 1)} in {path}", file=sys.stderr)
 
 
 def bam_stats(snakemake):
@@ -169,8 +179,7 @@ def hits(snakemake):
     with open(snakemake.input.hits, encoding="utf-8") as handle:
         rows = [line.rstrip("\n").split("\t") for line in handle
                 if line.strip() and not line.startswith("#")]
-    with atomic_text(snakemake.output.html) as handle:
-        handle.write(html_table("Top hits of each query (BLAST tabular)", BLAST_COLUMNS, rows))
+    write_page(snakemake.output.html, "Top hits of each query (BLAST tabular)", BLAST_COLUMNS, rows)
 
 
 SORT_SCRIPT = """<script>
@@ -199,10 +208,9 @@ def differences(snakemake):
     with open(snakemake.input.differences, encoding="utf-8") as handle:
         columns = handle.readline().lstrip("#").rstrip("\n").split("\t")
         rows = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
-    page = html_table(f"Differences of {snakemake.wildcards.genome} (click a column to sort)",
-                      columns, rows)
-    with atomic_text(snakemake.output.html) as handle:
-        handle.write(page.replace("</body>", SORT_SCRIPT + "</body>"))
+    write_page(snakemake.output.html,
+               f"Differences of {snakemake.wildcards.genome} (click a column to sort)",
+               columns, rows, script=SORT_SCRIPT)
 
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (Snakemake's script global)
