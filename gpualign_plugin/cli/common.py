@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 import threading
 import time
@@ -369,13 +370,14 @@ def describe_device(engine: str, device: int = 0) -> str:
 
 
 def command_line(args: argparse.Namespace | None = None) -> str:
-    """The command line as typed (for @PG lines and output headers).
+    """The command line as typed (for @PG lines and output headers), quoted for a shell.
 
     ``args`` parsed by :func:`gpualign_plugin.cli.main.main` carry the argument
     list main() was given (which differs from ``sys.argv`` when main is called
-    from Python); without them ``sys.argv`` is used.
+    from Python); without them ``sys.argv`` is used. An argument with a space or another
+    shell character is quoted, so ``shlex.split`` gives the arguments back.
     """
     argv = getattr(args, "argv", None)
     if argv is None:
         argv = sys.argv[1:]
-    return " ".join(["gpualign"] + list(argv))
+    return shlex.join(["gpualign"] + list(argv))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,19 @@ def test_semiglobal_placement_writes_valid_sorted_indexed_bam_and_paf(genomes, t
     assert primaries["contig2"].is_reverse and primaries["contig2"].mapping_quality == 60
     rows = {(r["qname"], r["strand"]): r for r in read_paf(str(paf)) if r["tp"] == "P"}
     assert rows[("contig2", "-")]["tstart"] == 300 and rows[("contig2", "-")]["tend"] == 650
+
+
+def test_pg_command_line_splits_back_into_the_arguments(genomes, tmp_path):
+    # A path with a space (allowed in the workflow config): before, @PG CL held
+    # '--target .../my ref.fa' unquoted, which a shell reads as two arguments.
+    query, target = genomes
+    spaced = tmp_path / "my ref.fa"
+    shutil.copy(target, spaced)
+    args = ["-q", query, "-t", str(spaced), "--out", str(tmp_path / "o.bam"), "--backend", "cpu"]
+    assert run_cli(*args) == 0
+    with pysam.AlignmentFile(str(tmp_path / "o.bam")) as handle:
+        command = handle.header["PG"][0]["CL"]
+    assert shlex.split(command) == ["gpualign", "pairwise", *args]
 
 
 def test_every_reported_alignment_rescores_to_its_score(genomes, tmp_path):
