@@ -449,6 +449,22 @@ def test_missing_input_names_the_file(tmp_path):
     assert "resources/genomes/strainB.fa" in output and "genomes[2].fasta" in output
 
 
+def test_braces_in_an_input_path_are_rejected_naming_the_key(tmp_path):
+    # Snakemake reads braces in a path as a wildcard; before, the run stopped with
+    # "WildcardError in rule split_genome ... Wildcards in input files cannot be determined
+    # from output files: 'v2'", naming neither the key nor the file.
+    project = copy_project(tmp_path / "braces")
+    genomes = os.path.join(project, "resources", "genomes")
+    os.rename(os.path.join(genomes, "strainB.fa"), os.path.join(genomes, "strainB{v2}.fa"))
+    path = os.path.join(project, "config", "config.yaml")
+    text = open(path).read().replace("resources/genomes/strainB.fa", '"resources/genomes/strainB{v2}.fa"')
+    open(path, "w").write(text)
+    result = snakemake(project, "-n", check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "WildcardError" not in output
+    assert "config key 'genomes[2].fasta'" in output and "strainB{v2}.fa" in output
+
+
 def test_best_hit_triplets_are_aligned(tmp_path):
     project = copy_project(tmp_path / "best_hits")
     with open(os.path.join(project, "config", "config.yaml"), "w") as handle:

@@ -3,7 +3,8 @@
 Included first by the Snakefile. The config is validated against
 workflow/schemas/config.schema.yaml (defaults filled in), then checked for what a schema
 cannot say: one reference genome, unique names, the sections each switched-on analysis
-needs, and input files that exist. Every error names the config key.
+needs, and input files that exist under paths without braces (which Snakemake would read as
+wildcards). Every error names the config key.
 """
 
 import os
@@ -73,6 +74,12 @@ def _check_config():
                 for index, path in enumerate(three_way["best_hits"]["sets"])
             ]
     for key, path in paths:
+        if "{" in path or "}" in path:
+            _config_error(
+                key,
+                f"braces in the path {path} would be read by Snakemake as a wildcard; "
+                "rename the file or link it under a name without braces",
+            )
         if not os.path.isfile(path):
             _config_error(
                 key,
