@@ -169,11 +169,24 @@ def test_gpu_slot_options_follow_the_program_in_every_command(tmp_path):
     # SUBCOMMAND ...`; the options before the program would be a command that cannot run.
     project = copy_project(tmp_path / "slots")
     result = snakemake(project, "-n", "-p", "--config", "backend=gpu", "local_gpus=2")
-    commands = [line for line in result.stdout.splitlines() if "--local-gpus 2" in line]
+    commands = [line for line in result.stdout.splitlines()
+                if "--local-gpus 2" in line and not line.lstrip().startswith("resources:")]
     assert any(" compare " in line for line in commands), result.stdout
     for line in commands:
         before = line.split("--local-gpus", 1)[0]
         assert "gpualign" in before, line
+
+
+def test_changing_local_gpus_reruns_nothing(tmp_path):
+    # local_gpus only decides which free GPU a job takes, not what it computes; before, the
+    # slot options were a param, so going from 1 to 2 GPUs planned every alignment job again
+    # ("params have changed since last execution: pairwise_shard").
+    project = copy_project(tmp_path / "slots_rerun")
+    config = small_config(project, shards=1)
+    snakemake(project, "--cores", "2", "--configfile", config, "--config", "backend=auto")
+    result = snakemake(project, "-n", "--configfile", config, "--config", "backend=auto",
+                       "local_gpus=2")
+    assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-2000:]
 
 
 def test_demo_bams_are_sorted_indexed_and_readable(demo):

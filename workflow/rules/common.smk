@@ -131,7 +131,9 @@ GPUALIGN = gpualign_command()
 
 # Locally, with several GPUs, each alignment job takes a free device through a lock file
 # (`gpualign --local-gpus N`, gpualign_plugin/runtime/gpu_slot.py); `--resources gpu=N`
-# keeps at most N such jobs running. No path in it: params stay the same between runs.
+# keeps at most N such jobs running. The rules take it as a resource (a string), not a
+# param: it says where a job runs, not what it computes, so changing local_gpus reruns
+# nothing (a param change would rerun every alignment job).
 GPU_SLOT = (
     f"--local-gpus {config['local_gpus']} --gpu-lock-dir results/.gpu-slots"
     if GPU_PER_JOB and config["local_gpus"] > 1

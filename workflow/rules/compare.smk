@@ -39,9 +39,9 @@ rule compare:
     resources:
         mem_mb=config["mem_mb"],
         gpu=GPU_PER_JOB,
+        gpu_slot=GPU_SLOT,
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
         backend=config["backend"],
         prefix=lambda wildcards, output: output.report[: -len(".report")],
         block_penalty=(
@@ -51,7 +51,7 @@ rule compare:
         ),
         scoring=scoring_options("syntenic"),
     shell:
-        "{params.gpualign} {params.gpu_slot} compare --query {input.query:q} "
+        "{params.gpualign} {resources.gpu_slot} compare --query {input.query:q} "
         "--target {input.reference:q} --prefix {params.prefix:q} {params.block_penalty} "
         "{params.scoring} --backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"

@@ -46,9 +46,9 @@ rule pairwise_shard:
     resources:
         mem_mb=config["mem_mb"],
         gpu=GPU_PER_JOB,
+        gpu_slot=GPU_SLOT,
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
         backend=config["backend"],
         mode=config["pairwise"]["mode"],
         evalue=config["pairwise"]["evalue"],
@@ -56,7 +56,7 @@ rule pairwise_shard:
         min_score=config["pairwise"]["min_score"],
         scoring=scoring_options("pairwise"),
     shell:
-        "{params.gpualign} {params.gpu_slot} pairwise --query {input.query:q} --target {input.reference:q} "
+        "{params.gpualign} {resources.gpu_slot} pairwise --query {input.query:q} --target {input.reference:q} "
         "--out {output.bam:q} --out {output.paf:q} --mode {params.mode} --evalue {params.evalue} "
         "--strand {params.strand} "
         "--min-score {params.min_score} {params.scoring} --backend {params.backend} --threads {threads} "

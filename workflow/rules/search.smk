@@ -48,15 +48,15 @@ rule search_shard:
     resources:
         mem_mb=config["mem_mb"],
         gpu=GPU_PER_JOB,
+        gpu_slot=GPU_SLOT,
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
         backend=config["backend"],
         shards=SEARCH["shards"],
         top=SEARCH["top"],
         scoring=scoring_options("search"),
     shell:
-        "{params.gpualign} {params.gpu_slot} search --query {input.queries:q} "
+        "{params.gpualign} {resources.gpu_slot} search --query {input.queries:q} "
         "--db {input.database:q} --out-hits {output.hits:q} --top {params.top} --shards {params.shards} "
         "--shard {wildcards.shard} {params.scoring} --backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"

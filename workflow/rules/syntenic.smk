@@ -51,9 +51,9 @@ rule syntenic:
     resources:
         mem_mb=config["mem_mb"],
         gpu=GPU_PER_JOB,
+        gpu_slot=GPU_SLOT,
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
         backend=config["backend"],
         prefix=lambda wildcards, output: output.blocks[: -len(".blocks.tsv")],
         pairs=lambda wildcards, input: (
@@ -66,6 +66,6 @@ rule syntenic:
         ),
         scoring=scoring_options("syntenic"),
     shell:
-        "{params.gpualign} {params.gpu_slot} syntenic --query {input.query:q} --target {input.reference:q} "
+        "{params.gpualign} {resources.gpu_slot} syntenic --query {input.query:q} --target {input.reference:q} "
         "--out-prefix {params.prefix:q} {params.pairs} {params.block_penalty} {params.scoring} "
         "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"

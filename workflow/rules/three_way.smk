@@ -23,13 +23,13 @@ rule best_hits:
     resources:
         mem_mb=config["mem_mb"],
         gpu=GPU_PER_JOB,
+        gpu_slot=GPU_SLOT,
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
         backend=config["backend"],
         scoring=scoring_options("three_way"),
     shell:
-        "{params.gpualign} {params.gpu_slot} search --query {input.queries:q} "
+        "{params.gpualign} {resources.gpu_slot} search --query {input.queries:q} "
         "--db {input.proteins:q} --top 1 --out-blast {output.hits:q} {params.scoring} "
         "--backend {params.backend} --threads {threads} "
         "--stats {output.stats:q} 2> {log:q}"
@@ -96,14 +96,14 @@ rule three_way_batch:
     resources:
         mem_mb=config["mem_mb"],
         gpu=GPU_PER_JOB,
+        gpu_slot=GPU_SLOT,
     params:
         gpualign=GPUALIGN,
-        gpu_slot=GPU_SLOT,
         backend=config["backend"],
         fasta=lambda wildcards, input: triplet_fasta_options(input.sequences),
         scoring=scoring_options("three_way"),
     shell:
-        "{params.gpualign} {params.gpu_slot} align3 --fasta {params.fasta} --triplets {input.triplets:q} "
+        "{params.gpualign} {resources.gpu_slot} align3 --fasta {params.fasta} --triplets {input.triplets:q} "
         "--maf {output.maf:q} --fasta-dir {output.fasta:q} {params.scoring} "
         "--backend {params.backend} --threads {threads} --stats {output.stats:q} 2> {log:q}"
 
