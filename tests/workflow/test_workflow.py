@@ -462,6 +462,41 @@ def test_missing_input_names_the_file(tmp_path):
     assert "resources/genomes/strainB.fa" in output and "genomes[2].fasta" in output
 
 
+def test_bam_index_kind_of_a_gzipped_reference_is_read_once_or_from_its_fai(tmp_path):
+    """Snakemake parses the Snakefile for every job: a compressed reference's record lengths
+    (.bai or .csi) come from its samtools .fai, else from a cache written at the first parse
+    (before, the whole file was decompressed and parsed at every parse)."""
+    import gzip
+
+    project = copy_project(tmp_path / "gz")
+    config = small_config(project)
+    data = os.path.join(project, "data")
+    with open(os.path.join(data, "ref.fa"), "rb") as plain:
+        with gzip.open(os.path.join(data, "ref.fa.gz"), "wb") as packed:
+            packed.write(plain.read())
+    text = open(config).read().replace("data/ref.fa", "data/ref.fa.gz")
+    open(config, "w").write(text)
+
+    def planned_index() -> str:
+        out = snakemake(project, "-n", "--configfile", config).stdout
+        found = set(re.findall(r"\.bam\.(bai|csi)\b", out))
+        assert len(found) == 1, (found, out)
+        return found.pop()
+
+    assert planned_index() == "bai"
+    cached = os.listdir(os.path.join(project, ".snakemake", "gpualign"))
+    cache = os.path.join(project, ".snakemake", "gpualign", cached[0])
+    assert len(cached) == 1 and open(cache).read() == "6000\n"
+    # The cache is what later parses read: a length past the BAI limit written there shows.
+    with open(cache, "w") as handle:
+        handle.write("600000000\n")
+    assert planned_index() == "csi"
+    # A samtools index not older than the file wins.
+    with open(os.path.join(data, "ref.fa.gz.fai"), "w") as handle:
+        handle.write("chrT\t6000\t6\t60\t61\n")
+    assert planned_index() == "bai"
+
+
 def test_braces_in_an_input_path_are_rejected_naming_the_key(tmp_path):
     # Snakemake reads braces in a path as a wildcard; before, the run stopped with
     # "WildcardError in rule split_genome ... Wildcards in input files cannot be determined

@@ -7,6 +7,7 @@ needs, and input files that exist under paths without braces (which Snakemake wo
 wildcards). Every error names the config key.
 """
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -153,17 +154,48 @@ def bam_index_extension():
 
     A plain FASTA file smaller than the BAI limit (``2**29``, ``BAI_MAX_LENGTH`` of
     gpualign_plugin.io.sam) cannot hold a longer record, so only large or compressed
-    references are read to find out; the common case imports nothing (pysam) at parse time.
+    references need their record lengths (:func:`reference_lengths`); the common case
+    imports nothing (pysam) at parse time.
     """
     path = genome_fasta(REFERENCE)
     with open(path, "rb") as handle:
         compressed = handle.read(2) == b"\x1f\x8b"
     if not compressed and os.path.getsize(path) <= 2**29:
         return "bai"
-    from gpualign_plugin.io.fasta import iter_fasta_text
     from gpualign_plugin.io.sam import index_kind
 
-    return index_kind(len(text) for _, _, text in iter_fasta_text(path))
+    return index_kind(reference_lengths(path))
+
+
+def reference_lengths(path):
+    """Record lengths (residues) of the FASTA file ``path``, read as rarely as possible.
+
+    Snakemake parses the Snakefile again for every job (each SLURM job too), and reading a
+    gzipped human genome takes about a minute. So the lengths come from its ``samtools faidx``
+    index (``PATH.fai``) when that is not older than the file, else from
+    ``.snakemake/gpualign/lengths-*.txt``, written the first time a file of this path, size
+    and modification time was read.
+    """
+    fai = path + ".fai"
+    if os.path.exists(fai) and os.path.getmtime(fai) >= os.path.getmtime(path):
+        with open(fai) as handle:
+            return [int(line.split("\t")[1]) for line in handle if line.strip()]
+    status = os.stat(path)
+    key = f"{os.path.realpath(path)}\t{status.st_size}\t{status.st_mtime_ns}"
+    digest = hashlib.sha1(key.encode()).hexdigest()
+    cache = os.path.join(".snakemake", "gpualign", f"lengths-{digest}.txt")
+    if os.path.exists(cache):
+        with open(cache) as handle:
+            return [int(line) for line in handle]
+    from gpualign_plugin.io.fasta import iter_fasta_text
+
+    lengths = [len(text) for _, _, text in iter_fasta_text(path)]
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    partial = f"{cache}.{os.getpid()}"
+    with open(partial, "w") as handle:
+        handle.write("".join(f"{length}\n" for length in lengths))
+    os.replace(partial, cache)  # jobs parsing at the same time never read half a file
+    return lengths
 
 
 def genome_fasta(name):
