@@ -176,7 +176,7 @@ def reference_lengths(path):
     ``.snakemake/gpualign/lengths-*.txt``, written the first time a file of this path, size
     and modification time was read.
     """
-    fai = path + ".fai"
+    fai = f"{path}.fai"
     if os.path.exists(fai) and os.path.getmtime(fai) >= os.path.getmtime(path):
         with open(fai) as handle:
             return [int(line.split("\t")[1]) for line in handle if line.strip()]
