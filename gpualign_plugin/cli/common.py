@@ -120,7 +120,7 @@ def scheme_from_args(args: argparse.Namespace, inputs=()) -> ScoringScheme:
         probe = ScoringScheme.from_matrix(name, 11, 1)
         default_open, default_extend = default_gaps(name) if not probe.is_dna else (5, 2)
         return ScoringScheme.from_matrix(
-            args.matrix or "BLOSUM62",
+            name,
             args.gap_open if args.gap_open is not None else default_open,
             args.gap_extend if args.gap_extend is not None else default_extend)
     return ScoringScheme.dna(

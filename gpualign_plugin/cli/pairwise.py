@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         query_by_id, target_by_id = {q.id: q for q in queries}, {t.id: t for t in targets}
         listed = [(query_by_id[q], target_by_id[t]) for q, t in pairs]
+    listed_queries = {q.id for q, _ in listed}  # with --pairs, the queries it names
     total = sum(len(q) * len(t) for q, t in listed) * n_strands
     unmapped = []
     phases = {"read_s": time.perf_counter() - started}
@@ -167,15 +168,14 @@ def run(args: argparse.Namespace) -> int:
             if not args.secondary:
                 alignments = [a for a in alignments if a.is_primary]
             # A query with nothing above --min-score is an unmapped record, as in local mode.
-            asked, aligned = {q.id for q, _ in listed}, {a.query_id for a in alignments}
-            unmapped = [q for q in queries if q.id in asked and q.id not in aligned]
+            aligned = {a.query_id for a in alignments}
+            unmapped = [q for q in queries if q.id in listed_queries and q.id not in aligned]
             cells = total
     phases["align_s"] = time.perf_counter() - started - phases["read_s"]
     stats.cells = cells
     stats.finish()
-    aligned_queries = len({q.id for q, _ in listed})  # with --pairs, the queries it names
     log.info("%s of %s (%s, %.2f GCUPS)", counted(len(alignments), "alignment"),
-             counted(aligned_queries, "query", "queries"), engine, stats.gcups)
+             counted(len(listed_queries), "query", "queries"), engine, stats.gcups)
     write_outputs(outputs, alignments, queries, targets, scheme, command_line(args), unmapped)
     phases["write_s"] = time.perf_counter() - started - phases["align_s"] - phases["read_s"]
     stats.extra = {"phases": end_phases(phases, started),

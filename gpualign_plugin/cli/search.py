@@ -224,14 +224,13 @@ def run(args: argparse.Namespace) -> int:
             resolve_backend("gpu", device)
     threads = apply_threads(args.threads)
     queries = read_fasta(args.query, scheme)
-    if args.out_sam:
-        from gpualign_plugin.io.sam import check_query_names, check_target_names
-
-        check_query_names((q.id for q in queries), path=args.query)  # before the search, not after
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     database = load_database(args.db, scheme, verify="background")
     names, lengths = database.names, database.lengths.tolist()
-    if args.out_sam:
+    if args.out_sam:  # names SAM cannot hold stop before the search, not after it
+        from gpualign_plugin.io.sam import check_query_names, check_target_names
+
+        check_query_names((q.id for q in queries), path=args.query)
         check_target_names(names, args.db)
     start, stop = shard_range(len(names), args.shards, args.shard)
     residues = args.db_size if args.db_size is not None else database.residues

@@ -71,9 +71,8 @@ def check_query_names(names: Iterable[str], path: str | None = None) -> None:
     a character SAM's QNAME excludes (``@``: a record line starting with it reads as a header
     line, and samtools refuses the file; anything outside printable ASCII).
 
-    Lengths are counted in the bytes pysam writes (UTF-8). ``path`` (the query file)
-    is named in the message when given. The commands call it before any work when a SAM or
-    BAM output is asked for.
+    ``path`` (the query file) is named in the message when given. The commands call it
+    before any work when a SAM or BAM output is asked for.
     """
     for name in names:
         if name == "*":
@@ -83,9 +82,8 @@ def check_query_names(names: Iterable[str], path: str | None = None) -> None:
             raise InputError("query name is not a SAM QNAME (printable ASCII without '@'; samtools "
                              "reads a line starting with '@' as a header line): rename the record, "
                              "or leave out the SAM/BAM output", path=path, record=name)
-        length = len(name.encode("utf-8"))
-        if length > QNAME_MAX_LENGTH:
-            raise InputError(f"query name of {length} characters; SAM/BAM query names (QNAME) "
+        if len(name) > QNAME_MAX_LENGTH:  # ASCII, as checked above: characters are bytes
+            raise InputError(f"query name of {len(name)} characters; SAM/BAM query names (QNAME) "
                              f"hold at most {QNAME_MAX_LENGTH} (shorten it, or leave out the SAM/BAM "
                              "output)", path=path, record=name)
 
