@@ -28,10 +28,12 @@ import numpy as np
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.fold import cpu
+from gpualign_plugin.scoring import DNA_LETTERS
 
 RNA_LETTERS = cpu.RNA_LETTERS
-AMBIGUITY_LETTERS = "NRYSWKMBDHV"
-"""IUPAC ambiguity codes, read (either case) as bases that pair with nothing."""
+AMBIGUITY_LETTERS = DNA_LETTERS[4:]
+"""IUPAC ambiguity codes (``RYSWKMBDHVN``, the DNA alphabet's after ``ACGT``), read (either
+case) as bases that pair with nothing."""
 
 _TABLE = np.full(256, 255, dtype=np.uint8)
 for _code, _letters in enumerate(("Aa", "Cc", "Gg", "UuTt")):
