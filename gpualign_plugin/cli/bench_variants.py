@@ -1,8 +1,8 @@
 """Timings of the GPU pairwise engine's variants, for docs/GPU.md's optimisation table.
 
 ``gpualign bench`` times the public functions; this module times what they are
-made of: the scoring sweep with each rows-per-lane setting and with and without
-DPX instructions, and the phases of a full alignment (scoring sweep with
+made of: the scoring sweep with each rows-per-lane setting, with and without
+DPX instructions and with and without block pruning, and the phases of a full alignment (scoring sweep with
 checkpoints, chunk re-solves, host traceback). Run it on a GPU machine with
 ``python3 -m gpualign_plugin.cli.bench_variants [SIZE ...]`` (``scripts/gpu-check`` does).
 """
@@ -18,8 +18,10 @@ SCHEME = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
 """The issue's benchmark scoring: match 1, mismatch -3, gap open 3, extend 2."""
 
 
-VARIANTS = ((16, True), (8, True), (4, True), (2, True), (16, False))
-"""Scoring variants timed: (rows per lane, DPX instructions on)."""
+VARIANTS = ((16, True, True), (8, True, True), (4, True, True), (2, True, True), (16, False, True),
+            (None, True, False))
+"""Scoring variants timed: (rows per lane, None for the engine's choice; DPX instructions on; block
+pruning on)."""
 
 
 def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int = 3, device: int = 0):
@@ -58,13 +60,17 @@ def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int
 
     for m, n in sizes:
         query, target = related_pair(m, n, 0.02, 1)
-        for lane_rows, dpx in VARIANTS:
+        for lane_rows, dpx, prune in VARIANTS:
             capability = None if dpx else (8, 0)
+            counts: dict = {}
             seconds, result = _time(
-                lambda: pairwise._score(query, target, SCHEME, "local", device, lane_rows, capability),
+                lambda: pairwise._score(query, target, SCHEME, "local", device, lane_rows, capability,
+                                        prune=prune, profile=counts),
                 repeat)
-            add(f"score R={lane_rows} {'DPX' if dpx else 'no DPX'}", (m, n), seconds,
-                f"score {result.score} end ({result.query_end},{result.target_end})")
+            add(f"score R={lane_rows or 'auto'} {'DPX' if dpx else 'no DPX'}"
+                f"{'' if prune else ', no pruning'}", (m, n), seconds,
+                f"score {result.score} end ({result.query_end},{result.target_end}); "
+                f"pruned {counts['pruned_cells'] / (m * n):.1%} of the cells")
         profile: dict = {}
         seconds, result = _time(
             lambda: pairwise.align_pair(query, target, SCHEME, "local", device, profile=profile), repeat)

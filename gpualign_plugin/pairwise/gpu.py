@@ -169,6 +169,8 @@ class _Sweep:
         self.d_query = cupy.asarray(query)
         self.d_target = cupy.asarray(target)
         self.d_sub = cupy.asarray(np.ascontiguousarray(scheme.matrix, dtype=np.int32))
+        self.max_sub = int(scheme.matrix.max())
+        self.pruned_cells = 0
         self.resident_warps = None
         self.compute_capability = compute_capability
         self.multiprocessors = probe(device).multiprocessors
@@ -202,7 +204,7 @@ class _Sweep:
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
             row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True, dirs_out=None,
-            progress=None):
+            progress=None, prune: bool = False):
         """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
@@ -213,6 +215,10 @@ class _Sweep:
         ``progress`` (with ``sync`` only) is called with cells done, ``height * width`` in
         all: while a sweep of at least :data:`POLL_CELLS` runs, as :class:`_FlagWatch` sees
         strips hand their rows over; the rest when it ends.
+        ``prune`` (local, with ``track_best`` and ``sync``): skip the blocks that cannot reach
+        the best score found so far (block pruning, docs/GPU.md). Only the best cell and a
+        traceback from it through the checkpoints stay exact: the caller must want nothing else
+        of the rectangle. The skipped cells are added to :attr:`pruned_cells`.
         """
         cp = self.cupy
         strip = 32 * rows
@@ -229,6 +235,9 @@ class _Sweep:
         flags = cp.full(2 * batches, -1, dtype=cp.int32)
         ticket = cp.zeros(1, dtype=cp.int32)
         best = cp.empty(3 * strips, dtype=cp.int32) if track_best else None
+        prune = prune and track_best and self.local and sync
+        prune_best = cp.zeros(1, dtype=cp.int32) if prune else None
+        pruned = cp.zeros(1, dtype=cp.uint64) if prune else None
         last = cp.empty(width + 1, dtype=cp.int32) if last_row else None
         dir_bytes = None
         if dirs:
@@ -250,7 +259,8 @@ class _Sweep:
                 i32(col_ckpt.shape[0] if col_ckpt is not None else 0),
                 last if last is not None else null, i32(last_row),
                 best if best is not None else null,
-                dir_bytes if dir_bytes is not None else null)
+                dir_bytes if dir_bytes is not None else null,
+                prune_best if prune else null, pruned if prune else null, i32(self.max_sub))
         watch = None
         if progress is not None and sync and height * width >= POLL_CELLS:
             watch = _FlagWatch(flags, batches, strip, height, width, progress, self.device)
@@ -262,6 +272,8 @@ class _Sweep:
             reported = watch.stop() if watch is not None else 0
         if progress is not None and sync and height * width > reported:
             progress(height * width - reported)
+        if prune:
+            self.pruned_cells += int(pruned.get()[0])
         return best, last, dir_bytes
 
     def full_boundaries(self):
@@ -352,8 +364,9 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
 
 
 def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_capability=None,
-           progress=None):
-    """:func:`score_pair` with the kernel variant forced (rows per lane, DPX by compute capability)."""
+           progress=None, prune: bool = True, profile: dict | None = None):
+    """:func:`score_pair` with the kernel variant forced (rows per lane, DPX by compute capability,
+    block pruning in local mode on or off); ``profile`` gets ``pruned_cells``."""
     import cupy
 
     query, target = _prepare(query_codes, target_codes, scheme, mode)
@@ -366,7 +379,9 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
         rows = rows or _rows_per_lane(m, sweep.multiprocessors)
         best, last, _ = sweep.run(0, 0, m, n, *sweep.full_boundaries(), rows,
                                   track_best=sweep.local, last_row=0 if sweep.local else m,
-                                  progress=progress)
+                                  progress=progress, prune=prune)
+        if profile is not None:
+            profile["pruned_cells"] = sweep.pruned_cells
         return sweep.end_cell(best, last)
 
 
@@ -798,7 +813,7 @@ def plan_memory(m: int, n: int, budget: int, multiprocessors: int, local: bool =
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
                memory_budget: int | None = None, *, checkpoint_every: int | None = None,
                intervals: tuple | None = None, profile: dict | None = None,
-               limit_pool: bool = True, progress=None) -> PairAlignment:
+               limit_pool: bool = True, progress=None, prune: bool = True) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR, computed on the GPU in bounded memory.
 
     Parameters
@@ -838,6 +853,10 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         score pass's ``m * n`` while it runs (see :meth:`_Sweep.run`), then each
         deeper level's region sweep and each window of re-solved chunks as it ends
         (``profile`` counts them as ``region_cells`` and ``chunk_cells``).
+    prune : bool
+        Local mode: skip the blocks of the score pass that cannot reach the best score found so
+        far (exact, docs/GPU.md "Block pruning"; ``profile["pruned_cells"]`` counts them).
+        False computes every cell (for checks and timings).
 
     Returns
     -------
@@ -872,7 +891,7 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         if limit_pool:
             pool.set_limit(size=pool.used_bytes() + budget)
         try:
-            return _align_planned(query, target, scheme, mode, device, plan, started, profile, progress)
+            return _align_planned(query, target, scheme, mode, device, plan, started, profile, progress, prune)
         except cupy.cuda.memory.OutOfMemoryError as exc:
             raise kernels.GpuMemoryError(
                 f"aligning {m} x {n} went past the GPU memory budget of {budget / 2**20:.0f} MiB "
@@ -917,7 +936,8 @@ def align_cells(m: int, n: int, scheme: ScoringScheme, mode: str, device: int = 
     return m * n + traceback_cells(m, n, plan)
 
 
-PROFILE_SUMS = ("region_sweeps", "region_cells", "windows", "chunks_solved", "chunk_cells", "chunks_traced")
+PROFILE_SUMS = ("region_sweeps", "region_cells", "windows", "chunks_solved", "chunk_cells", "chunks_traced",
+                "pruned_cells")
 """Counts of :func:`align_pair`'s profile that :func:`add_profile` sums (besides every ``*_s``)."""
 
 
@@ -1145,7 +1165,7 @@ class _Pass:
     that phases 2 and 3 (:meth:`finish`) can follow at once or later."""
 
     def __init__(self, query, target, scheme, mode, device, plan: MemoryPlan, started: float,
-                 progress=None):
+                 progress=None, prune: bool = True):
         m, n = len(query), len(target)
         warm_walk()
         self.plan = plan
@@ -1159,7 +1179,7 @@ class _Pass:
         best, last, _ = sweep.run(0, 0, m, n, top.top_h, top.top_f, top.left_h, top.left_e, rows,
                                   track_best=sweep.local, last_row=0 if sweep.local else m,
                                   row_ckpt=top.row_ckpt, col_ckpt=top.col_ckpt, every=top.every,
-                                  progress=progress)
+                                  progress=progress, prune=prune)
         self.end = sweep.end_cell(best, last)
         self.score_pass_s = time.perf_counter() - started
 
@@ -1179,16 +1199,16 @@ class _Pass:
                                    cigar_from_ops(ops))
         if profile is not None:
             plan = self.plan
-            profile.update(self.timing, score_pass_s=self.score_pass_s,
+            profile.update(self.timing, score_pass_s=self.score_pass_s, pruned_cells=self.sweep.pruned_cells,
                            traceback_s=time.perf_counter() - started, intervals=list(plan.intervals),
                            window=plan.window, rows_per_lane=list(plan.rows_per_lane), planned_bytes=plan.bytes)
         return result
 
 
 def _align_planned(query, target, scheme, mode, device, plan: MemoryPlan, started: float, profile,
-                   progress=None):
+                   progress=None, prune: bool = True):
     """:func:`align_pair` on the current device under ``plan``; fills ``profile`` when given."""
-    return _Pass(query, target, scheme, mode, device, plan, started, progress).finish(profile)
+    return _Pass(query, target, scheme, mode, device, plan, started, progress, prune).finish(profile)
 
 
 class LongPairSession:

@@ -12,10 +12,27 @@
 // The same kernel serves the scoring sweep (phase 1: optional row/column checkpoints, best cell,
 // last row) and the re-solve of one checkpointed chunk with direction bytes (phase 3).
 // Recurrences, boundaries and the direction-byte layout: docs/ALGORITHMS.md.
+//
+// Block pruning (local score passes that ask for it): a warp skips a batch of 32 steps when no
+// path through its cells can reach the best score already found anywhere in the sweep. Its cells
+// then take lower bounds (H = 0, E = F = -inf) instead of their values; every cell on an optimal
+// path, and so the end cell and every traceback choice, keeps its exact value (the argument is
+// in docs/GPU.md, "Block pruning").
 
 #include "dp_cells.cuh"
 
 #define FULL_MASK 0xffffffffu
+#define SWEEP_NEG_INF (-(1 << 30))  // scoring.NEG_INF: minus infinity of E and F
+
+__device__ __forceinline__ int warp_max(int v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(FULL_MASK, v);
+#else
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v = max(v, __shfl_xor_sync(FULL_MASK, v, off));
+    return v;
+#endif
+}
 
 // Polling uses relaxed loads and one acquire fence after the flag is seen: an acquire load in
 // the polling loop would invalidate the L1 cache at every poll.
@@ -87,6 +104,10 @@ struct SweepArgs {
     int last_row;
     int* best;                    // per strip (score, row, column) of the best cell (local), or null
     unsigned char* dirs;          // direction bytes, layout [strip][step][lane][R], or null
+    int* prune_best;              // block pruning: the best score seen so far by any strip (0
+                                  // initially), or null for no pruning (local score sweeps only)
+    unsigned long long* pruned;   // cells skipped by pruning, summed over strips
+    int max_sub;                  // the largest substitution score: what one cell can add
 };
 
 // What a sweep produces besides the scores it hands on.
@@ -102,6 +123,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     constexpr bool DIRS = KIND == SWEEP_DIRECTIONS;
     constexpr bool TRACK = LOCAL && KIND != SWEEP_DIRECTIONS;
     constexpr bool LAST = !LOCAL && KIND != SWEEP_DIRECTIONS;
+    constexpr bool PRUNE = TRACK;
     constexpr int UNROLL = R >= 16 ? 1 : 2;  // two steps at a time, where registers allow
     const int lane = threadIdx.x & 31;
     const int width = a.width;
@@ -279,16 +301,71 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         }
     };
 
+    // Block pruning of the batch starting at step s0 (a middle batch: every lane's 32 columns
+    // exist). Paths enter the warp's cells of the batch only through values it holds now: the
+    // lanes' left column (HO), bottom rows (hb) and diagonals, and lane 0's input row (batch_h).
+    // From a cell at or below row k*S and right of column s0 - 32 a path gains at most max_sub per
+    // remaining row and column. When that bound stays below the best score found so far, no cell
+    // of the batch lies on an optimal path: they take lower bounds and the steps are skipped.
+    const bool pruning = PRUNE && a.prune_best != nullptr;
+    int shared_best = 0;       // the largest best score of this warp already sent to prune_best
+    int pruned_batches = 0;
+    auto share_best = [&]() {  // before publishing, so that a strip below sees it with the rows
+        const int v = warp_max(best_v);
+        if (v > shared_best) {
+            if (lane == 0) atomicMax(a.prune_best, v);
+            shared_best = v;
+        }
+    };
+    auto prunable = [&](const int s0) -> bool {
+        int border = max(hb, diag);
+#pragma unroll
+        for (int r = 0; r < R; ++r) border = max(border, HO[r]);
+        border = warp_max(max(border + oe, batch_h));
+        int seen = 0;
+        if (lane == 0) seen = load_relaxed(a.prune_best);
+        seen = __shfl_sync(FULL_MASK, seen, 0);
+        const long long reach = (long long)max(border, 0) +
+                                (long long)max(a.max_sub, 0) * min(a.height - k * S, width - s0 + 32);
+        return reach < max(seen, shared_best);
+    };
+    auto skip_batch = [&](const int s0) {
+        const int above = __shfl_sync(FULL_MASK, batch_h, 31);  // H(k*S, s0 + 32): exact
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            HO[r] = -oe;
+            E[r] = SWEEP_NEG_INF;
+        }
+        hb = -oe;
+        fb = SWEEP_NEG_INF;
+        diag = lane == 0 ? above - oe : -oe;
+        if (hand_over) out_ring[(s0 - 31 + lane) & 63] = make_int2(-oe, SWEEP_NEG_INF);  // lane 31's columns
+        if constexpr (KIND == SWEEP_CHECKPOINTS) {
+            while (next_ck <= s0 - lane + 32) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) col_ckpt_out[r] = make_int2(0, SWEEP_NEG_INF);
+                col_ckpt_out += a.num_strips * S + 1;
+                next_ck = next_ck + a.col_every <= last_ck ? next_ck + a.col_every : 0x7fffffff;
+            }
+        }
+        ++pruned_batches;
+    };
+
     // Batches of 32 steps. Output batch c is complete after step 32c + 62 and is published at the
     // start of batch c + 2, before lane 31 overwrites its slots of out_ring.
     int published = 0;
     for (int s0 = 0; s0 < width + 31; s0 += 32) {
         if (s0 < width) fetch(s0);
+        if (pruning && s0 >= 64) share_best();
         if (hand_over && s0 >= 64) {
             publish((s0 >> 5) - 2);
             published = (s0 >> 5) - 1;
         }
         if (s0 >= 32 && s0 + 32 <= width) {
+            if (pruning && prunable(s0)) {
+                skip_batch(s0);
+                continue;
+            }
 #pragma unroll UNROLL
             for (int u = 0; u < 32; ++u) step(s0 + u, Flag<false>{});
         } else {
@@ -299,6 +376,8 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     }
     if (hand_over)
         for (int c = published; c < batches; ++c) publish(c);
+    if (pruning && lane == 0 && pruned_batches > 0)
+        atomicAdd(a.pruned, (unsigned long long)pruned_batches * 32 * max(0, min(S, a.height - k * S)));
 
     if constexpr (TRACK) {
         // Warp reduction of (score desc, row asc, column asc).
@@ -329,12 +408,12 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
               const int* left_h, const int* left_e, int2* slots, int* flags, int* ticket,
               int num_strips, int2* row_ckpt, int row_every, int num_row_ckpt, int2* col_ckpt,
               int col_every, int num_col_ckpt, int* last_row_h, int last_row, int* best,
-              unsigned char* dirs) {
+              unsigned char* dirs, int* prune_best, unsigned long long* pruned, int max_sub) {
     const SweepArgs a{query,    target,     sub,          alpha,    height,       width,
                       gap_oe,   gap_e,      top_h,        top_f,    left_h,       left_e,
                       slots,    flags,      ticket,       num_strips, row_ckpt,   row_every,
                       num_row_ckpt, col_ckpt, col_every,  num_col_ckpt, last_row_h, last_row,
-                      best,     dirs};
+                      best,     dirs,       prune_best,   pruned,   max_sub};
     // Dynamic shared memory: one query profile (alpha x 32R bytes) per warp, then per warp a
     // 64-letter target ring and a 64-column ring of lane 31's bottom row (H - o - e, F).
     extern __shared__ signed char shared_profile[];
@@ -390,7 +469,8 @@ striped_score_pairs(const unsigned char* queries, const long long* query_at, con
                           heights[lo], widths[lo], gap_oe, gap_e, top_h, top_f, left_h, left_e,
                           slots + slot_at[lo], flags + flag_at[lo], ticket,
                           first_strip[lo + 1] - first_strip[lo], nullptr, 1, 0, nullptr, 1, 0,
-                          nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr};
+                          nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr, nullptr,
+                          nullptr, 0};
         sweep_strip<R, true, SWEEP_SCORE>(a, g - first_strip[lo], prof, rings, out_ring);
     }
 }

@@ -87,6 +87,52 @@ def test_lengths_around_warp_strip_and_batch_edges(mode, length):
         assert_same(target, other, scheme, mode, every=128)
 
 
+def copy_then_unrelated(rng, scheme, target, start, copied, tail, rate):
+    """A query that copies ``target[start:start+copied]`` (mutated at ``rate``) and then goes on
+    with ``tail`` unrelated residues: once the strips holding the copy have scored it, a strip
+    below it can gain at most one best substitution per remaining row, less than the copy scored,
+    so block pruning must skip its batches away from the copy, however the strips are timed."""
+    letters = 4 if scheme.is_dna else 20
+    piece = scheme.alphabet.decode(target[start:start + copied])
+    copy = scheme.alphabet.encode(related_text(rng, scheme, piece, rate) if rate else piece)
+    return np.concatenate([copy, rng.integers(0, letters, tail, dtype=np.uint8)])
+
+
+@pytest.mark.parametrize("scheme_index", [0, 2, 4, 6])
+def test_block_pruning_skips_cells_and_keeps_the_result(scheme_index):
+    scheme = SCHEMES[scheme_index]
+    rng = np.random.default_rng(500 + scheme_index)
+    letters = 4 if scheme.is_dna else 20
+    target = rng.integers(0, letters, 30_000 if scheme.is_dna else 8_000, dtype=np.uint8)
+    query = copy_then_unrelated(rng, scheme, target, 0, 3_000 if scheme.is_dna else 1_500, 500, 0)
+    counts: dict = {}
+    score = gpu()._score(query, target, scheme, "local", 0, profile=counts)
+    assert counts["pruned_cells"] > 0.2 * len(query) * len(target) * (1 if scheme.is_dna else 0.2)
+    assert score == gpu()._score(query, target, scheme, "local", 0, prune=False) == \
+        cpu.score_pair(query, target, scheme, "local")
+    profile: dict = {}
+    got = gpu().align_pair(query, target, scheme, "local", checkpoint_every=64, profile=profile)
+    assert profile["pruned_cells"] > 0
+    assert got == gpu().align_pair(query, target, scheme, "local", checkpoint_every=64, prune=False) == \
+        cpu.align_pair(query, target, scheme, "local")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_block_pruning_with_ties_repeats_and_mutated_copies_equals_cpu(seed):
+    # Copies at random places in low-complexity or random targets, mutated or not, with a random
+    # start: equal-score paths beside pruned blocks, checkpoints every 64 rows and columns inside them.
+    rng = np.random.default_rng(700 + seed)
+    scheme = SCHEMES[seed % len(SCHEMES)]
+    target = scheme.alphabet.encode(random_text(rng, scheme, 6_000, tie_heavy=seed % 2 == 1))
+    start = int(rng.integers(0, 4_000))
+    head = scheme.alphabet.encode(random_text(rng, scheme, int(rng.integers(0, 200))))
+    query = np.concatenate([head, copy_then_unrelated(rng, scheme, target, start, 1_500, 300,
+                                                      0.03 if seed % 4 < 2 else 0)])
+    assert_same(query, target, scheme, "local", every=64)
+    assert gpu().align_pair(query, target, scheme, "local", checkpoint_every=64, prune=False) == \
+        gpu().align_pair(query, target, scheme, "local", checkpoint_every=64)
+
+
 def test_empty_sequences_follow_the_cpu_engine():
     scheme = SCHEMES[0]
     seq = scheme.alphabet.encode("ACGTAC")
