@@ -413,7 +413,8 @@ def _placement_summary(profile: dict) -> str:
     if "score_calls" not in profile:
         return ""
     return (f"; {profile['score_calls']} score calls {profile['score_wait_s']:.2f} s "
-            f"({profile['swept_cells']:.4g} swept cells), waiting for alignments only "
+            f"({profile['swept_cells']:.4g} swept cells; {profile['pruned_cells']:.4g} cells pruned in "
+            f"all score passes), waiting for alignments only "
             f"{profile['align_wait_s']:.2f} s ({profile['cpu_alignments']} of {profile['alignments']} "
             f"on CPU threads)")
 

@@ -408,10 +408,13 @@ class PairScorer:
     hand-over rows of its strips), its flags and best cells and the padded query
     segments; the pairs of a call are launched in groups that fit ``memory_budget``
     (default :data:`DEFAULT_MEMORY_FRACTION` of the free memory when the scorer is made).
+
+    ``prune`` (default on): block pruning inside each pair (docs/GPU.md), which keeps every
+    pair's score and end cell; :attr:`pruned_cells` counts the cells it skipped.
     """
 
     def __init__(self, targets: list, scheme: ScoringScheme, device: int = 0,
-                 memory_budget: int | None = None):
+                 memory_budget: int | None = None, prune: bool = True):
         import cupy
 
         if not accepts(scheme):
@@ -430,6 +433,8 @@ class PairScorer:
         self._warps = None
         self.launches = 0
         self.swept_cells = 0  # real rows x columns of every pair scored
+        self.prune = prune
+        self.pruned_cells = 0
         self.seconds = 0.0
 
     def kernel(self, rows: int):
@@ -545,6 +550,8 @@ class PairScorer:
         flags = cp.full(int(2 * batches.sum()), -1, dtype=cp.int32)
         ticket = cp.zeros(1, dtype=cp.int32)
         best = cp.empty(3 * total, dtype=cp.int32)
+        prune_best = cp.zeros(len(group), dtype=cp.int32) if self.prune else None
+        pruned = cp.zeros(1, dtype=cp.uint64)
         name, kernel = self.kernel(rows)
         grid = max(1, min(-(-total // WARPS_PER_BLOCK), self.warps // WARPS_PER_BLOCK))
         i32 = np.int32
@@ -552,10 +559,12 @@ class PairScorer:
                 self.d_targets, cp.asarray(target_at), cp.asarray(widths.astype(np.int32)),
                 self.d_sub, i32(self.alpha), i32(self.scheme.gap_open + self.scheme.gap_extend),
                 i32(self.scheme.gap_extend), top_h, top_f, left_h, left_e, slots, cp.asarray(slot_at),
-                flags, cp.asarray(flag_at), cp.asarray(first_strip), i32(len(group)), ticket, best)
+                flags, cp.asarray(flag_at), cp.asarray(first_strip), i32(len(group)), ticket, best,
+                prune_best if self.prune else np.uint64(0), pruned, i32(int(self.scheme.matrix.max())))
         kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, self.shared_bytes(rows),
                        f"{len(group)} pairs, {total} strips of {strip} rows, widest {longest}")
         self.launches += 1
+        self.pruned_cells += int(pruned.get()[0])
         for p, end in zip(group, local_end_cells(best.get().reshape(-1, 3).astype(np.int64), counts)):
             results[p] = end
 

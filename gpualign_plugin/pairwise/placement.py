@@ -748,6 +748,7 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
             gpu.add_profile(engine.gpu_profile, profile)
         engine.gpu_profile.update(score_launches=scorer.launches, score_s=scorer.seconds,
                                   swept_cells=scorer.swept_cells, cpu_alignments=len(on_cpu),
+                                  pruned_cells=engine.gpu_profile.get("pruned_cells", 0) + scorer.pruned_cells,
                                   alignments=len(on_cpu) + len(on_gpu))
     return placed
 

@@ -438,6 +438,7 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
 // ticket to (pair, strip) and sweeps that strip exactly as striped_sweep does. A strip still waits
 // only on the strip above it in its own pair, whose ticket is lower, so the deadlock argument of
 // striped_sweep holds unchanged. Pair p's strips write their best cells at best + 3 * first_strip[p].
+// Block pruning, when prune_best is not null, runs per pair: pair p's best so far is prune_best[p].
 template <int R>
 __global__ void __launch_bounds__(128, 4)
 striped_score_pairs(const unsigned char* queries, const long long* query_at, const int* heights,
@@ -445,7 +446,8 @@ striped_score_pairs(const unsigned char* queries, const long long* query_at, con
                     const int* sub, int alpha, int gap_oe, int gap_e, const int* top_h,
                     const int* top_f, const int* left_h, const int* left_e, int2* slots,
                     const long long* slot_at, int* flags, const long long* flag_at,
-                    const int* first_strip, int num_pairs, int* ticket, int* best) {
+                    const int* first_strip, int num_pairs, int* ticket, int* best, int* prune_best,
+                    unsigned long long* pruned, int max_sub) {
     extern __shared__ signed char shared_profile[];
     const int warp = threadIdx.x >> 5;
     signed char* prof = shared_profile + warp * (alpha * 32 * R);
@@ -469,8 +471,8 @@ striped_score_pairs(const unsigned char* queries, const long long* query_at, con
                           heights[lo], widths[lo], gap_oe, gap_e, top_h, top_f, left_h, left_e,
                           slots + slot_at[lo], flags + flag_at[lo], ticket,
                           first_strip[lo + 1] - first_strip[lo], nullptr, 1, 0, nullptr, 1, 0,
-                          nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr, nullptr,
-                          nullptr, 0};
+                          nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr,
+                          prune_best != nullptr ? prune_best + lo : nullptr, pruned, max_sub};
         sweep_strip<R, true, SWEEP_SCORE>(a, g - first_strip[lo], prof, rings, out_ring);
     }
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import oracles
 import pytest
 from test_placement import PARAMETERS, SCHEME, _records, placement_case
@@ -60,6 +61,28 @@ def test_pair_scorer_gives_each_pair_the_cpu_score_and_end_cell(rows):
     small = gpu.PairScorer([t.codes for t in targets], SCHEME, memory_budget=200_000)
     assert small.score(pairs, rows=rows) == expected and small.launches > 1
     assert sum(s.score > 0 for s in expected) > len(pairs) // 2
+
+
+def test_pair_scorer_prunes_inside_each_pair_and_keeps_every_result():
+    """Contigs that copy a stretch of the genome then go on unrelated: each pair prunes against
+    its own best score (not another pair's), skips cells, and every score and end cell equals the
+    CPU's and the unpruned launch's; unrelated pairs in the same launch keep theirs."""
+    from gpualign_plugin.pairwise import cpu, gpu
+
+    rng = random.Random(5)
+    genome = SCHEME.encode("g", "".join(rng.choice("ACGT") for _ in range(20_000))).codes
+    pairs = []
+    for start, copied in ((0, 2_000), (7_000, 3_000), (15_000, 1_200)):
+        copy = genome[start:start + copied].copy()
+        tail = SCHEME.encode("u", "".join(rng.choice("ACGT") for _ in range(300))).codes
+        contig = np.concatenate([copy, tail])
+        pairs += [(contig, 0, 0, len(genome)), (contig, 0, start, len(genome))]
+    unrelated = SCHEME.encode("u", "".join(rng.choice("ACGT") for _ in range(2_500))).codes
+    pairs.append((unrelated, 0, 0, len(genome)))
+    expected = [cpu.score_pair(q, genome[t0:t1], SCHEME, "local") for q, _, t0, t1 in pairs]
+    pruning = gpu.PairScorer([genome], SCHEME)
+    assert pruning.score(pairs) == expected == gpu.PairScorer([genome], SCHEME, prune=False).score(pairs)
+    assert pruning.pruned_cells > 0.1 * pruning.swept_cells
 
 
 @pytest.mark.parametrize("seed", range(2))
