@@ -204,7 +204,7 @@ class _Sweep:
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
             row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True, dirs_out=None,
-            progress=None, prune: bool = False):
+            progress=None, prune: bool = False, link=None):
         """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
@@ -219,6 +219,9 @@ class _Sweep:
         the best score found so far (block pruning, docs/GPU.md). Only the best cell and a
         traceback from it through the checkpoints stay exact: the caller must want nothing else
         of the rectangle. The skipped cells are added to :attr:`pruned_cells`.
+        ``link`` (a sweep of a whole-height slab of a split matrix): ``(struct, left)`` from
+        :meth:`_SlabLink.slab_args`; with ``left`` (the pointers of the column streamed by the
+        slab on the left) ``left_h`` and ``left_e`` are ignored.
         """
         cp = self.cupy
         strip = 32 * rows
@@ -226,10 +229,14 @@ class _Sweep:
         padded = strips * strip
         query = cp.zeros(padded, dtype=cp.uint8)
         query[:height] = self.d_query[r0:r0 + height]
-        lh = cp.zeros(padded, dtype=cp.int32)
-        lh[:height] = left_h
-        le = cp.full(padded, NEG_INF, dtype=cp.int32)
-        le[:height] = left_e
+        struct, streamed = link if link is not None else (None, None)
+        if streamed is not None:
+            lh, le = streamed
+        else:
+            lh = cp.zeros(padded, dtype=cp.int32)
+            lh[:height] = left_h
+            le = cp.full(padded, NEG_INF, dtype=cp.int32)
+            le[:height] = left_e
         batches = -(-width // 32)
         slots = cp.empty(2 * width * 2, dtype=cp.int32)
         flags = cp.full(2 * batches, -1, dtype=cp.int32)
@@ -260,7 +267,8 @@ class _Sweep:
                 last if last is not None else null, i32(last_row),
                 best if best is not None else null,
                 dir_bytes if dir_bytes is not None else null,
-                prune_best if prune else null, pruned if prune else null, i32(self.max_sub))
+                prune_best if prune else null, pruned if prune else null, i32(self.max_sub),
+                struct if struct is not None else null)
         watch = None
         if progress is not None and sync and height * width >= POLL_CELLS:
             watch = _FlagWatch(flags, batches, strip, height, width, progress, self.device)
@@ -285,17 +293,179 @@ class _Sweep:
         left_e = cp.full(self.m, NEG_INF, dtype=cp.int32)
         return top_h, top_f, left_h, left_e
 
-    def end_cell(self, best, last) -> PairScore:
-        """The end cell from phase 1's per-strip bests (local) or last row (global, semiglobal)."""
-        if self.local:
-            rows = best.get().reshape(-1, 3).astype(np.int64)
-            return local_end_cells(rows, np.array([len(rows)]))[0]
-        row = last.get()
-        row[0] = self.column0(np.array([self.m]))[0]
+
+
+_LINK_FIELDS = np.dtype([("ready_in", "u8"), ("ready_out", "u8"), ("edge_h", "u8"), ("edge_e", "u8"),
+                         ("abort", "u8"), ("best_mirrors", "u8"), ("mirror", "i4"), ("num_mirrors", "i4"),
+                         ("cols_after", "i4"), ("padding", "i4")])
+"""``struct SlabLink`` of striped.cu, field for field (64 bytes)."""
+
+
+class _SlabLink:
+    """Page-locked host memory joining the column slabs of one matrix split over devices.
+
+    Slab ``d`` (columns ``bounds[d]+1 .. bounds[d+1]``, every row) streams its last column
+    (H and E of rows ``1 .. padded``) to slab ``d + 1`` strip by strip, each strip's rows
+    followed by its ready flag; the slab on the right starts a strip once the flags of that
+    strip and the one above are set. Every slab also keeps its best score so far in
+    ``mirrors`` for the others' block pruning. The memory is mapped (unified addressing), so
+    kernels on every device use the host addresses; 8 bytes a row per boundary in all.
+    """
+
+    def __init__(self, bounds: list, padded: int, strips: int):
+        slabs = len(bounds) - 1
+        self.bounds, self.n = bounds, bounds[-1]
+
+        def zeros(count: int) -> np.ndarray:
+            array = kernels.pinned_bytes(4 * count).view(np.int32)
+            array[:] = 0
+            return array
+
+        self.edges = [(zeros(padded), zeros(padded)) for _ in range(slabs - 1)]
+        self.ready = [zeros(strips) for _ in range(slabs - 1)]
+        self.abort = zeros(1)
+        self.mirrors = zeros(slabs)
+
+    def slab_args(self, d: int):
+        """``link`` of :meth:`_Sweep.run` for slab ``d``, made on the current device."""
+        import cupy
+
+        struct = np.zeros(1, dtype=_LINK_FIELDS)
+        if d > 0:
+            struct["ready_in"] = self.ready[d - 1].ctypes.data
+        if d + 1 < len(self.bounds) - 1:
+            struct["ready_out"] = self.ready[d].ctypes.data
+            struct["edge_h"], struct["edge_e"] = (x.ctypes.data for x in self.edges[d])
+        struct["abort"], struct["best_mirrors"] = self.abort.ctypes.data, self.mirrors.ctypes.data
+        struct["mirror"], struct["num_mirrors"] = d, len(self.mirrors)
+        struct["cols_after"] = self.n - self.bounds[d + 1]
+        left = tuple(np.uint64(x.ctypes.data) for x in self.edges[d - 1]) if d > 0 else None
+        return cupy.asarray(struct.view(np.uint8)), left
+
+    def fail(self) -> None:
+        """Let every waiting slab go on (another one failed; the results are discarded)."""
+        self.abort[0] = 1
+
+
+def column_slabs(n: int, slabs: int) -> list:
+    """Column bounds of ``slabs`` slabs of ``n`` columns as equal as possible (``bounds[0] = 0``)."""
+    return [n * d // slabs for d in range(slabs + 1)]
+
+
+MIN_SLAB_COLUMNS = 4096
+"""A matrix is split over devices only into slabs at least this wide (narrower ones would spend
+more on starting a device than they save)."""
+
+
+def slab_devices(n: int, devices) -> list:
+    """The devices that get a slab of ``n`` columns: the first ones, as many as give slabs of at
+    least :data:`MIN_SLAB_COLUMNS` columns (at least one)."""
+    return list(devices)[:max(1, min(len(devices), n // MIN_SLAB_COLUMNS))]
+
+
+class _Slabs:
+    """One matrix on one or more devices: ``devices[d]`` sweeps the column slab ``d``
+    (:func:`column_slabs`; one slab per device, fewer when the slabs would be narrower than
+    :data:`MIN_SLAB_COLUMNS`). With several slabs the devices run at once, slab ``d + 1`` one
+    strip behind slab ``d`` (:class:`_SlabLink`); a device named twice runs its slabs one after
+    the other. The results are those of one sweep over the whole matrix."""
+
+    def __init__(self, query, target, scheme: ScoringScheme, mode: str, devices, compute_capability=None):
+        import cupy
+
+        self.cupy = cupy
+        self.devices = slab_devices(len(target), devices)
+        self.bounds = column_slabs(len(target), len(self.devices))
+        self.m, self.n, self.mode = len(query), len(target), mode
+        self.sweeps = []
+        for device in self.devices:
+            with cupy.cuda.Device(device):
+                self.sweeps.append(_Sweep(query, target, scheme, mode, device, compute_capability))
+        self.multiprocessors = min(s.multiprocessors for s in self.sweeps)
+        self.link = None
+
+    @property
+    def pruned_cells(self) -> int:
+        """Cells skipped by block pruning in all slabs' sweeps."""
+        return sum(s.pruned_cells for s in self.sweeps)
+
+    def top_regions(self) -> list:
+        """Per slab a :class:`_Region` of all rows with its row 0 and, for the first, column 0
+        (the others' left column is known once the slab on the left has swept: ``None`` until
+        :meth:`score_pass` fills it)."""
+        regions = []
+        for d, sweep in enumerate(self.sweeps):
+            c0, c1 = self.bounds[d], self.bounds[d + 1]
+            with self.cupy.cuda.Device(sweep.device):
+                top_h, top_f, left_h, left_e = sweep.full_boundaries()
+                if d > 0:
+                    left_h = left_e = None
+                regions.append(_Region(0, c0, self.m, c1 - c0, top_h[c0:c1 + 1], top_f[c0:c1 + 1],
+                                       left_h, left_e))
+        return regions
+
+    def score_pass(self, rows: int, regions: list, prune: bool, progress=None) -> PairScore:
+        """Sweep every slab (with the level-0 checkpoints of ``regions`` when they have them) and
+        return the end cell; afterwards the regions of slabs 1.. hold their left column."""
+        cp = self.cupy
+        strip = 32 * rows
+        strips = -(-self.m // strip)
+        slabs = len(self.sweeps)
+        self.link = link = _SlabLink(self.bounds, strips * strip, strips) if slabs > 1 else None
+        outs: list = [None] * slabs
+        errors: list = []
+
+        def sweep_slab(d: int) -> None:
+            sweep, region = self.sweeps[d], regions[d]
+            try:
+                with cp.cuda.Device(sweep.device):
+                    outs[d] = sweep.run(0, region.c0, self.m, region.width, region.top_h, region.top_f,
+                                        region.left_h, region.left_e, rows, track_best=sweep.local,
+                                        last_row=0 if sweep.local else self.m, row_ckpt=region.row_ckpt,
+                                        col_ckpt=region.col_ckpt, every=region.every, progress=progress,
+                                        prune=prune, link=link.slab_args(d) if link is not None else None)
+            except BaseException as exc:
+                if link is not None:
+                    link.fail()
+                errors.append(exc)
+
+        if len(set(self.devices)) == slabs and slabs > 1:
+            threads = [threading.Thread(target=sweep_slab, args=(d,), name=f"gpualign-slab-{d}")
+                       for d in range(slabs)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        else:
+            for d in range(slabs):
+                if not errors:
+                    sweep_slab(d)
+        if errors:
+            raise errors[0]
+        for d in range(1, slabs):
+            with cp.cuda.Device(self.sweeps[d].device):
+                regions[d].left_h, regions[d].left_e = (cp.asarray(x[:self.m]) for x in link.edges[d - 1])
+        return self._end_cell(outs)
+
+    def _end_cell(self, outs: list) -> PairScore:
+        """The end cell from the slabs' per-strip bests (local) or last rows (global, semiglobal)."""
+        m, n = self.m, self.n
+        if self.sweeps[0].local:
+            cells = []
+            for c0, (best, _, _) in zip(self.bounds, outs):
+                rows = best.get().reshape(-1, 3).astype(np.int64)
+                rows[:, 2] += c0
+                cells.append(rows)
+            cells = np.concatenate(cells)
+            return local_end_cells(cells, np.array([len(cells)]))[0]
+        row = np.empty(n + 1, dtype=np.int64)
+        for c0, c1, (_, last, _) in zip(self.bounds, self.bounds[1:], outs):
+            row[c0 + 1:c1 + 1] = last.get()[1:c1 - c0 + 1]
+        row[0] = self.sweeps[0].column0(np.array([m]))[0]
         if self.mode == "global":
-            return PairScore(int(row[self.n]), self.m, self.n)
+            return PairScore(int(row[n]), m, n)
         j = int(np.argmax(row))  # first maximum: the smallest j
-        return PairScore(int(row[j]), self.m, j)
+        return PairScore(int(row[j]), m, j)
 
 
 def local_end_cells(cells: np.ndarray, strips: np.ndarray) -> list[PairScore]:
@@ -331,7 +501,7 @@ def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
 
 
 def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
-               progress=None) -> PairScore:
+               progress=None, devices=None) -> PairScore:
     """Optimal score and end cell of one pair, computed on the GPU.
 
     Parameters
@@ -347,6 +517,8 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     progress : callable, optional
         Called (from a helper thread too) with DP cells as the sweep computes them,
         ``m * n`` in all (see :meth:`_Sweep.run`).
+    devices : list of int, optional
+        Split the matrix by columns over these devices, as :func:`align_pair` does.
 
     Returns
     -------
@@ -360,29 +532,28 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     GpuMemoryError
         The sequences and hand-over rows do not fit in free GPU memory.
     """
-    return _score(query_codes, target_codes, scheme, mode, device, progress=progress)
+    return _score(query_codes, target_codes, scheme, mode, device, progress=progress, devices=devices)
 
 
 def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_capability=None,
-           progress=None, prune: bool = True, profile: dict | None = None):
+           progress=None, prune: bool = True, profile: dict | None = None, devices=None):
     """:func:`score_pair` with the kernel variant forced (rows per lane, DPX by compute capability,
-    block pruning in local mode on or off); ``profile`` gets ``pruned_cells``."""
+    block pruning in local mode on or off); ``profile`` gets ``pruned_cells`` and ``slabs``."""
     import cupy
 
     query, target = _prepare(query_codes, target_codes, scheme, mode)
     if len(query) == 0 or len(target) == 0:
         return cpu.score_pair(query, target, scheme, mode)
-    with cupy.cuda.Device(device):
-        m, n = len(query), len(target)
-        kernels.check_memory(2 * (m + n) + 24 * n + 16 * m + 4096, f"scoring {m} x {n}")
-        sweep = _Sweep(query, target, scheme, mode, device, compute_capability)
-        rows = rows or _rows_per_lane(m, sweep.multiprocessors)
-        best, last, _ = sweep.run(0, 0, m, n, *sweep.full_boundaries(), rows,
-                                  track_best=sweep.local, last_row=0 if sweep.local else m,
-                                  progress=progress, prune=prune)
-        if profile is not None:
-            profile["pruned_cells"] = sweep.pruned_cells
-        return sweep.end_cell(best, last)
+    m, n = len(query), len(target)
+    for d in set(devices or [device]):
+        with cupy.cuda.Device(d):
+            kernels.check_memory(2 * (m + n) + 24 * n + 16 * m + 4096, f"scoring {m} x {n}")
+    slabs = _Slabs(query, target, scheme, mode, devices or [device], compute_capability)
+    rows = rows or _rows_per_lane(m, slabs.multiprocessors)
+    end = slabs.score_pass(rows, slabs.top_regions(), prune, progress)
+    if profile is not None:
+        profile.update(pruned_cells=slabs.pruned_cells, slabs=len(slabs.sweeps))
+    return end
 
 
 
@@ -822,7 +993,7 @@ def plan_memory(m: int, n: int, budget: int, multiprocessors: int, local: bool =
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, device: int = 0,
                memory_budget: int | None = None, *, checkpoint_every: int | None = None,
                intervals: tuple | None = None, profile: dict | None = None,
-               limit_pool: bool = True, progress=None, prune: bool = True) -> PairAlignment:
+               limit_pool: bool = True, progress=None, prune: bool = True, devices=None) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR, computed on the GPU in bounded memory.
 
     Parameters
@@ -866,6 +1037,14 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         Local mode: skip the blocks of the score pass that cannot reach the best score found so
         far (exact, docs/GPU.md "Block pruning"; ``profile["pruned_cells"]`` counts them).
         False computes every cell (for checks and timings).
+    devices : list of int, optional
+        Split the matrix by columns over these devices (one slab each, in order; instead of
+        ``device``): they run at once, each slab's left column streamed from the slab before
+        it, and each device keeps its slab's checkpoints within ``memory_budget`` (the
+        plan is made for the widest slab). Same alignment as one device. A device named
+        twice runs its slabs one after the other (tests on one GPU). ``profile["slabs"]``
+        counts the slabs used (fewer than the devices when slabs would be narrower than
+        :data:`MIN_SLAB_COLUMNS`).
 
     Returns
     -------
@@ -889,25 +1068,36 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         intervals = (checkpoint_every,)
     if intervals is not None and any(e % 64 or e <= 0 for e in intervals):
         raise InputError(f"checkpoint intervals {intervals} must be positive multiples of 64")
-    with cupy.cuda.Device(device):
-        started = time.perf_counter()
-        budget = memory_budget if memory_budget is not None else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION)
-        plan = plan_memory(m, n, budget, probe(device).multiprocessors, mode == "local", scheme.alphabet.size,
-                           intervals)
-        kernels.check_memory(plan.bytes, f"aligning {m} x {n}")
-        pool = cupy.get_default_memory_pool()
-        old_limit = pool.get_limit()
-        if limit_pool:
-            pool.set_limit(size=pool.used_bytes() + budget)
-        try:
-            return _align_planned(query, target, scheme, mode, device, plan, started, profile, progress, prune)
-        except cupy.cuda.memory.OutOfMemoryError as exc:
-            raise kernels.GpuMemoryError(
-                f"aligning {m} x {n} went past the GPU memory budget of {budget / 2**20:.0f} MiB "
-                f"(planned {plan.bytes / 2**20:.0f} MiB): {exc}") from exc
-        finally:
-            if limit_pool:
-                pool.set_limit(size=old_limit)
+    started = time.perf_counter()
+    devices = slab_devices(n, devices or [device])
+    bounds = column_slabs(n, len(devices))
+    width = max(b - a for a, b in zip(bounds, bounds[1:]))
+    sharing = max(devices.count(d) for d in devices)  # slabs on one device share its budget
+    pool = cupy.get_default_memory_pool()
+    budgets, limits = {}, {}
+    for d in set(devices):
+        with cupy.cuda.Device(d):
+            budgets[d] = (memory_budget if memory_budget is not None
+                          else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION))
+    budget = min(budgets.values())
+    plan = plan_memory(m, width, budget // sharing, min(probe(d).multiprocessors for d in devices),
+                       mode == "local", scheme.alphabet.size, intervals)
+    try:
+        for d in set(devices):
+            with cupy.cuda.Device(d):
+                kernels.check_memory(sharing * plan.bytes, f"aligning {m} x {n}")
+                if limit_pool:
+                    limits[d] = pool.get_limit()
+                    pool.set_limit(size=pool.used_bytes() + budgets[d])
+        return _align_planned(query, target, scheme, mode, devices, plan, started, profile, progress, prune)
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        raise kernels.GpuMemoryError(
+            f"aligning {m} x {n} went past the GPU memory budget of {budget / 2**20:.0f} MiB "
+            f"(planned {plan.bytes / 2**20:.0f} MiB): {exc}") from exc
+    finally:
+        for d, limit in limits.items():
+            with cupy.cuda.Device(d):
+                pool.set_limit(size=limit)
 
 
 def traceback_cells(m: int, n: int, plan: MemoryPlan) -> int:
@@ -1007,10 +1197,10 @@ class _Region:
 class _Traceback:
     """Phases 2 and 3 under a :class:`MemoryPlan`: one workspace per level, reused by every region."""
 
-    def __init__(self, sweep: _Sweep, plan: MemoryPlan, timing: dict, progress=None):
+    def __init__(self, sweep: _Sweep, plan: MemoryPlan, timing: dict, progress=None, width: int | None = None):
         cp = sweep.cupy
         self.sweep, self.plan, self.timing, self.progress = sweep, plan, timing, progress
-        self.sides = _level_sides(sweep.m, sweep.n, plan.intervals)
+        self.sides = _level_sides(sweep.m, sweep.n if width is None else width, plan.intervals)
         self.buffers = []
         for (h, w), e, r in zip(self.sides, plan.intervals, plan.rows_per_lane):
             row_shape, col_shape = _checkpoint_shapes(h, w, e, 32 * r)
@@ -1030,21 +1220,29 @@ class _Traceback:
         self.mode_code = cpu._MODE_CODES[sweep.mode]
 
     def checkpoints(self, level: int, region: _Region):
-        """Views of level ``level``'s workspace shaped for ``region``, column 0 / row 0 filled in."""
+        """Views of level ``level``'s workspace shaped for ``region``, column 0 / row 0 filled in
+        (column 0 later, by :meth:`fill_left`, while the region's left column is unknown)."""
         every = self.plan.intervals[level]
         rows = _rows_per_lane(region.height, self.sweep.multiprocessors, multiple_of=every)
         row_shape, col_shape = _checkpoint_shapes(region.height, region.width, every, 32 * rows)
         row_buf, col_buf = self.buffers[level]
         row_ckpt = row_buf[:int(np.prod(row_shape))].reshape(row_shape)
         col_ckpt = col_buf[:int(np.prod(col_shape))].reshape(col_shape)
-        if row_shape[0]:
-            row_ckpt[:, 0, 0] = region.left_h[every - 1:row_shape[0] * every:every]
-            row_ckpt[:, 0, 1] = NEG_INF
         if col_shape[0]:
             col_ckpt[:, 0, 0] = region.top_h[every:col_shape[0] * every + 1:every]
             col_ckpt[:, 0, 1] = NEG_INF
         region.every, region.row_ckpt, region.col_ckpt = every, row_ckpt, col_ckpt
+        if region.left_h is not None:
+            self.fill_left(region)
         return rows
+
+    @staticmethod
+    def fill_left(region: _Region) -> None:
+        """Column 0 of the region's row checkpoints, from its left column."""
+        every, row_ckpt = region.every, region.row_ckpt
+        if row_ckpt.shape[0]:
+            row_ckpt[:, 0, 0] = region.left_h[every - 1:row_ckpt.shape[0] * every:every]
+            row_ckpt[:, 0, 1] = NEG_INF
 
     def walk(self, level: int, region: _Region, cursor: list) -> bool:
         """Trace from ``cursor`` (``[i, j, state]``, inside ``region``) until the path leaves the
@@ -1171,53 +1369,74 @@ def _warm_walk_args() -> tuple:
 
 class _Pass:
     """Phase 1 of an alignment under a plan (the score pass with level-0 checkpoints), kept so
-    that phases 2 and 3 (:meth:`finish`) can follow at once or later."""
+    that phases 2 and 3 (:meth:`finish`) can follow at once or later.
 
-    def __init__(self, query, target, scheme, mode, device, plan: MemoryPlan, started: float,
+    With several ``devices`` the matrix is split by columns (:class:`_Slabs`): each device keeps
+    its slab's checkpoints under ``plan`` (made for the widest slab) and traces the path while it
+    crosses its slab; the path moves to the slab on the left with its state when it leaves one.
+    """
+
+    def __init__(self, query, target, scheme, mode, devices, plan: MemoryPlan, started: float,
                  progress=None, prune: bool = True):
-        m, n = len(query), len(target)
+        import cupy
+
         warm_walk()
         self.plan = plan
-        self.sweep = sweep = _Sweep(query, target, scheme, mode, device)
+        self.slabs = slabs = _Slabs(query, target, scheme, mode, devices)
         self.timing = {"region_sweeps": 0, "region_s": 0.0, "region_cells": 0, "windows": 0,
                        "chunks_solved": 0, "chunk_cells": 0, "chunks_traced": 0, "solve_s": 0.0,
                        "copy_s": 0.0, "trace_s": 0.0}
-        self.traceback = _Traceback(sweep, plan, self.timing, progress)
-        self.top = top = _Region(0, 0, m, n, *sweep.full_boundaries())
-        rows = self.traceback.checkpoints(0, top)
-        best, last, _ = sweep.run(0, 0, m, n, top.top_h, top.top_f, top.left_h, top.left_e, rows,
-                                  track_best=sweep.local, last_row=0 if sweep.local else m,
-                                  row_ckpt=top.row_ckpt, col_ckpt=top.col_ckpt, every=top.every,
-                                  progress=progress, prune=prune)
-        self.end = sweep.end_cell(best, last)
+        self.regions = slabs.top_regions()
+        self.tracebacks = []
+        for sweep, region in zip(slabs.sweeps, self.regions):
+            with cupy.cuda.Device(sweep.device):
+                self.tracebacks.append(_Traceback(sweep, plan, self.timing, progress, region.width))
+                rows = self.tracebacks[-1].checkpoints(0, region)
+        self.end = slabs.score_pass(rows, self.regions, prune, progress)
+        for sweep, traceback, region in zip(slabs.sweeps[1:], self.tracebacks[1:], self.regions[1:]):
+            with cupy.cuda.Device(sweep.device):
+                traceback.fill_left(region)
         self.score_pass_s = time.perf_counter() - started
 
     def finish(self, profile: dict | None = None) -> PairAlignment:
         """The alignment: phases 2 and 3 from the kept checkpoints; ``profile`` as in :func:`align_pair`."""
+        import cupy
+
         started = time.perf_counter()
-        end, traceback = self.end, self.traceback
+        end = self.end
         result = NO_PAIR_ALIGNMENT
-        if not (self.sweep.local and end.score <= 0):
+        if not (self.slabs.sweeps[0].local and end.score <= 0):
             cursor = [end.query_end, end.target_end, STATE_H]
-            if cursor[0] == 0 or cursor[1] == 0:
-                traceback.leaf_walk(self.top, cursor)
-            else:
-                traceback.walk(0, self.top, cursor)
-            ops = traceback.ops[:traceback.pos]
+            d = max(0, int(np.searchsorted(self.slabs.bounds, cursor[1])) - 1)
+            ops, pos = self.tracebacks[d].ops, 0
+            while True:
+                traceback, region = self.tracebacks[d], self.regions[d]
+                traceback.ops, traceback.pos = ops, pos
+                with cupy.cuda.Device(self.slabs.sweeps[d].device):
+                    if cursor[0] == 0 or cursor[1] == 0:
+                        done = traceback.leaf_walk(region, cursor)
+                    else:
+                        done = traceback.walk(0, region, cursor)
+                ops, pos = traceback.ops, traceback.pos
+                if done:
+                    break
+                if cursor[0] > 0 and cursor[1] <= region.c0:
+                    d -= 1  # the path left the slab through its left edge (else it is on row 0)
             result = PairAlignment(end.score, cursor[0], end.query_end, cursor[1], end.target_end,
-                                   cigar_from_ops(ops))
+                                   cigar_from_ops(ops[:pos]))
         if profile is not None:
             plan = self.plan
-            profile.update(self.timing, score_pass_s=self.score_pass_s, pruned_cells=self.sweep.pruned_cells,
+            profile.update(self.timing, score_pass_s=self.score_pass_s, pruned_cells=self.slabs.pruned_cells,
                            traceback_s=time.perf_counter() - started, intervals=list(plan.intervals),
-                           window=plan.window, rows_per_lane=list(plan.rows_per_lane), planned_bytes=plan.bytes)
+                           window=plan.window, rows_per_lane=list(plan.rows_per_lane), planned_bytes=plan.bytes,
+                           slabs=len(self.slabs.sweeps))
         return result
 
 
-def _align_planned(query, target, scheme, mode, device, plan: MemoryPlan, started: float, profile,
+def _align_planned(query, target, scheme, mode, devices, plan: MemoryPlan, started: float, profile,
                    progress=None, prune: bool = True):
-    """:func:`align_pair` on the current device under ``plan``; fills ``profile`` when given."""
-    return _Pass(query, target, scheme, mode, device, plan, started, progress, prune).finish(profile)
+    """:func:`align_pair` on ``devices`` under ``plan``; fills ``profile`` when given."""
+    return _Pass(query, target, scheme, mode, devices, plan, started, progress, prune).finish(profile)
 
 
 class LongPairSession:
@@ -1284,7 +1503,7 @@ class LongPairSession:
                 # Too long to keep within a share of the budget: score only, align from scratch later.
                 return score_pair(query, target, self.scheme, self.mode, self.device, self.progress)
             try:
-                scored = _Pass(query, target, self.scheme, self.mode, self.device, plan, started,
+                scored = _Pass(query, target, self.scheme, self.mode, [self.device], plan, started,
                                self.progress)
             except cupy.cuda.memory.OutOfMemoryError as exc:
                 raise kernels.GpuMemoryError(f"scoring {m} x {n} went past the GPU memory budget of "

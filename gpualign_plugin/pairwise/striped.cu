@@ -48,6 +48,19 @@ __device__ __forceinline__ void store_release(int* p, int v) {
     asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+// The same at system scope, for mapped host memory that a kernel on another device writes or reads.
+__device__ __forceinline__ int load_relaxed_sys(const int* p) {
+    int v;
+    asm volatile("ld.relaxed.sys.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void fence_acquire_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+__device__ __forceinline__ void store_release_sys(int* p, int v) {
+    asm volatile("st.release.sys.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 // Loads the R int8 substitution scores of a lane's rows against one target letter (R bytes of the
 // query profile) as 32-bit words, with one vector load.
 template <int R>
@@ -81,6 +94,22 @@ __device__ __forceinline__ void store_dirs(unsigned char* p, const unsigned int 
 
 template <bool B> struct Flag { static constexpr bool value = B; };
 
+// One slab of a matrix split by columns across devices (pairwise/gpu.py, _SlabLink): the slab
+// on the left streams its last column (H and E of every row) to this one through mapped host
+// memory, a ready flag per strip, and the slabs share their best scores for block pruning.
+struct SlabLink {
+    const int* ready_in;   // per strip: nonzero once the slab on the left wrote that strip's rows of
+                           // left_h / left_e, or null (the first slab)
+    int* ready_out;        // the same flags for the slab on the right, or null (the last slab)
+    int* edge_h;           // this rectangle's last column for the slab on the right: H, then E,
+    int* edge_e;           //   of rows 1 .. num_strips * S
+    const int* abort;      // nonzero: another slab failed; stop waiting (the results are discarded)
+    int* best_mirrors;     // each slab's best score so far (pruning across slabs), or null
+    int mirror;            // this slab's index in best_mirrors
+    int num_mirrors;
+    int cols_after;        // columns of the matrix right of this rectangle (the pruning bound)
+};
+
 struct SweepArgs {
     const unsigned char* query;   // codes of the rectangle's rows, padded to num_strips * S
     const unsigned char* target;  // codes of the rectangle's columns (width)
@@ -108,6 +137,7 @@ struct SweepArgs {
                                   // initially), or null for no pruning (local score sweeps only)
     unsigned long long* pruned;   // cells skipped by pruning, summed over strips
     int max_sub;                  // the largest substitution score: what one cell can add
+    const SlabLink* link;         // the rectangle is one slab of a split matrix, or null
 };
 
 // What a sweep produces besides the scores it hands on.
@@ -142,12 +172,38 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     // diagonal term then takes the open cost back with a three-input add.
     const int oe = a.gap_oe, ge = a.gap_e;
     int HO[R], E[R];
+    const SlabLink* link = a.link;
+    int diag;
+    if (link != nullptr && link->ready_in != nullptr) {
+        // The column on the left comes from the slab on the left: this strip's rows, and the last
+        // row of the strip above (lane 0's diagonal).
+        if (lane == 0) {
+            // Polls back off up to 64 us: thousands of waiting warps reading host memory in a
+            // tight loop would flood the bus that the slab on the left writes through.
+            unsigned int pause = 256;
+            while ((load_relaxed_sys(link->ready_in + k) == 0 ||
+                    (k > 0 && load_relaxed_sys(link->ready_in + k - 1) == 0)) &&
+                   load_relaxed_sys(link->abort) == 0) {
+                __nanosleep(pause);
+                pause = min(pause * 2, 65536u);
+            }
+            fence_acquire_sys();
+        }
+        __syncwarp();
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        HO[r] = a.left_h[row0 + r] - oe;
-        E[r] = a.left_e[row0 + r];
+        for (int r = 0; r < R; ++r) {
+            HO[r] = load_relaxed_sys(a.left_h + row0 + r) - oe;
+            E[r] = load_relaxed_sys(a.left_e + row0 + r);
+        }
+        diag = ((row0 == 0) ? a.top_h[0] : load_relaxed_sys(a.left_h + row0 - 1)) - oe;
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            HO[r] = a.left_h[row0 + r] - oe;
+            E[r] = a.left_e[row0 + r];
+        }
+        diag = ((row0 == 0) ? a.top_h[0] : a.left_h[row0 - 1]) - oe;
     }
-    int diag = ((row0 == 0) ? a.top_h[0] : a.left_h[row0 - 1]) - oe;
     int hb = 0, fb = 0;               // this lane's bottom row (HO, F) at its current column
     int batch_h = 0, batch_f = 0;     // lane 0's input batch, one column per lane
     int best_v = 0, best_i = 0x7fffffff, best_j = 0;
@@ -308,12 +364,19 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     // remaining row and column. When that bound stays below the best score found so far, no cell
     // of the batch lies on an optimal path: they take lower bounds and the steps are skipped.
     const bool pruning = PRUNE && a.prune_best != nullptr;
+    const bool mirrored = pruning && link != nullptr && link->best_mirrors != nullptr;
+    const int cols_after = link != nullptr ? link->cols_after : 0;
     int shared_best = 0;       // the largest best score of this warp already sent to prune_best
+    int outside = 0;           // the other slabs' best scores, as last read
     int pruned_batches = 0;
     auto share_best = [&]() {  // before publishing, so that a strip below sees it with the rows
         const int v = warp_max(best_v);
         if (v > shared_best) {
-            if (lane == 0) atomicMax(a.prune_best, v);
+            if (lane == 0) {
+                const int old = atomicMax(a.prune_best, v);
+                // Racing warps may store out of order: every value stored is still a score found.
+                if (mirrored) store_release_sys(link->best_mirrors + link->mirror, max(old, v));
+            }
             shared_best = v;
         }
     };
@@ -323,10 +386,16 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         for (int r = 0; r < R; ++r) border = max(border, HO[r]);
         border = warp_max(max(border + oe, batch_h));
         int seen = 0;
-        if (lane == 0) seen = load_relaxed(a.prune_best);
+        if (lane == 0) {
+            seen = load_relaxed(a.prune_best);
+            if (mirrored && (s0 & 255) == 0)  // every 8 batches: the mirrors are in host memory
+                for (int d = 0; d < link->num_mirrors; ++d)
+                    outside = max(outside, load_relaxed_sys(link->best_mirrors + d));
+            seen = max(seen, outside);
+        }
         seen = __shfl_sync(FULL_MASK, seen, 0);
         const long long reach = (long long)max(border, 0) +
-                                (long long)max(a.max_sub, 0) * min(a.height - k * S, width - s0 + 32);
+                                (long long)max(a.max_sub, 0) * min(a.height - k * S, width - s0 + 32 + cols_after);
         return reach < max(seen, shared_best);
     };
     auto skip_batch = [&](const int s0) {
@@ -378,6 +447,17 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         for (int c = published; c < batches; ++c) publish(c);
     if (pruning && lane == 0 && pruned_batches > 0)
         atomicAdd(a.pruned, (unsigned long long)pruned_batches * 32 * max(0, min(S, a.height - k * S)));
+    if (link != nullptr && link->ready_out != nullptr) {
+        // Every lane ends at the last column: its rows go to the slab on the right, then the flag.
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            link->edge_h[row0 + r] = HO[r] + oe;
+            link->edge_e[row0 + r] = E[r];
+        }
+        __threadfence_system();
+        __syncwarp();
+        if (lane == 0) store_release_sys(link->ready_out + k, 1);
+    }
 
     if constexpr (TRACK) {
         // Warp reduction of (score desc, row asc, column asc).
@@ -408,12 +488,13 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
               const int* left_h, const int* left_e, int2* slots, int* flags, int* ticket,
               int num_strips, int2* row_ckpt, int row_every, int num_row_ckpt, int2* col_ckpt,
               int col_every, int num_col_ckpt, int* last_row_h, int last_row, int* best,
-              unsigned char* dirs, int* prune_best, unsigned long long* pruned, int max_sub) {
+              unsigned char* dirs, int* prune_best, unsigned long long* pruned, int max_sub,
+              const SlabLink* link) {
     const SweepArgs a{query,    target,     sub,          alpha,    height,       width,
                       gap_oe,   gap_e,      top_h,        top_f,    left_h,       left_e,
                       slots,    flags,      ticket,       num_strips, row_ckpt,   row_every,
                       num_row_ckpt, col_ckpt, col_every,  num_col_ckpt, last_row_h, last_row,
-                      best,     dirs,       prune_best,   pruned,   max_sub};
+                      best,     dirs,       prune_best,   pruned,   max_sub,      link};
     // Dynamic shared memory: one query profile (alpha x 32R bytes) per warp, then per warp a
     // 64-letter target ring and a 64-column ring of lane 31's bottom row (H - o - e, F).
     extern __shared__ signed char shared_profile[];
@@ -472,7 +553,7 @@ striped_score_pairs(const unsigned char* queries, const long long* query_at, con
                           slots + slot_at[lo], flags + flag_at[lo], ticket,
                           first_strip[lo + 1] - first_strip[lo], nullptr, 1, 0, nullptr, 1, 0,
                           nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr,
-                          prune_best != nullptr ? prune_best + lo : nullptr, pruned, max_sub};
+                          prune_best != nullptr ? prune_best + lo : nullptr, pruned, max_sub, nullptr};
         sweep_strip<R, true, SWEEP_SCORE>(a, g - first_strip[lo], prof, rings, out_ring);
     }
 }
