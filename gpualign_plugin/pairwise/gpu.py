@@ -296,9 +296,8 @@ class _Sweep:
 
 
 _LINK_FIELDS = np.dtype([("ready_in", "u8"), ("ready_out", "u8"), ("edge_h", "u8"), ("edge_e", "u8"),
-                         ("abort", "u8"), ("best_mirrors", "u8"), ("mirror", "i4"), ("num_mirrors", "i4"),
-                         ("cols_after", "i4"), ("padding", "i4")])
-"""``struct SlabLink`` of striped.cu, field for field (64 bytes)."""
+                         ("abort", "u8"), ("cols_after", "i4"), ("padding", "i4")])
+"""``struct SlabLink`` of striped.cu, field for field (48 bytes)."""
 
 
 class _SlabLink:
@@ -307,9 +306,8 @@ class _SlabLink:
     Slab ``d`` (columns ``bounds[d]+1 .. bounds[d+1]``, every row) streams its last column
     (H and E of rows ``1 .. padded``) to slab ``d + 1`` strip by strip, each strip's rows
     followed by its ready flag; the slab on the right starts a strip once the flags of that
-    strip and the one above are set. Every slab also keeps its best score so far in
-    ``mirrors`` for the others' block pruning. The memory is mapped (unified addressing), so
-    kernels on every device use the host addresses; 8 bytes a row per boundary in all.
+    strip and the one above are set. The memory is mapped (unified addressing), so kernels on
+    every device use the host addresses; 8 bytes a row per boundary in all.
     """
 
     def __init__(self, bounds: list, padded: int, strips: int):
@@ -324,7 +322,6 @@ class _SlabLink:
         self.edges = [(zeros(padded), zeros(padded)) for _ in range(slabs - 1)]
         self.ready = [zeros(strips) for _ in range(slabs - 1)]
         self.abort = zeros(1)
-        self.mirrors = zeros(slabs)
 
     def slab_args(self, d: int):
         """``link`` of :meth:`_Sweep.run` for slab ``d``, made on the current device."""
@@ -336,8 +333,7 @@ class _SlabLink:
         if d + 1 < len(self.bounds) - 1:
             struct["ready_out"] = self.ready[d].ctypes.data
             struct["edge_h"], struct["edge_e"] = (x.ctypes.data for x in self.edges[d])
-        struct["abort"], struct["best_mirrors"] = self.abort.ctypes.data, self.mirrors.ctypes.data
-        struct["mirror"], struct["num_mirrors"] = d, len(self.mirrors)
+        struct["abort"] = self.abort.ctypes.data
         struct["cols_after"] = self.n - self.bounds[d + 1]
         left = tuple(np.uint64(x.ctypes.data) for x in self.edges[d - 1]) if d > 0 else None
         return cupy.asarray(struct.view(np.uint8)), left

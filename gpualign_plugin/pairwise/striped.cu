@@ -96,7 +96,9 @@ template <bool B> struct Flag { static constexpr bool value = B; };
 
 // One slab of a matrix split by columns across devices (pairwise/gpu.py, _SlabLink): the slab
 // on the left streams its last column (H and E of every row) to this one through mapped host
-// memory, a ready flag per strip, and the slabs share their best scores for block pruning.
+// memory, a ready flag per strip. Each slab prunes against its own best score: sharing the
+// slabs' bests through host memory made every sweep 15x slower (system-scope stores and loads in
+// the batch loop) and pruned no more cells at 1 Mbp (docs/GPU.md).
 struct SlabLink {
     const int* ready_in;   // per strip: nonzero once the slab on the left wrote that strip's rows of
                            // left_h / left_e, or null (the first slab)
@@ -104,9 +106,6 @@ struct SlabLink {
     int* edge_h;           // this rectangle's last column for the slab on the right: H, then E,
     int* edge_e;           //   of rows 1 .. num_strips * S
     const int* abort;      // nonzero: another slab failed; stop waiting (the results are discarded)
-    int* best_mirrors;     // each slab's best score so far (pruning across slabs), or null
-    int mirror;            // this slab's index in best_mirrors
-    int num_mirrors;
     int cols_after;        // columns of the matrix right of this rectangle (the pruning bound)
 };
 
@@ -364,19 +363,13 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     // remaining row and column. When that bound stays below the best score found so far, no cell
     // of the batch lies on an optimal path: they take lower bounds and the steps are skipped.
     const bool pruning = PRUNE && a.prune_best != nullptr;
-    const bool mirrored = pruning && link != nullptr && link->best_mirrors != nullptr;
     const int cols_after = link != nullptr ? link->cols_after : 0;
     int shared_best = 0;       // the largest best score of this warp already sent to prune_best
-    int outside = 0;           // the other slabs' best scores, as last read
     int pruned_batches = 0;
     auto share_best = [&]() {  // before publishing, so that a strip below sees it with the rows
         const int v = warp_max(best_v);
         if (v > shared_best) {
-            if (lane == 0) {
-                const int old = atomicMax(a.prune_best, v);
-                // Racing warps may store out of order: every value stored is still a score found.
-                if (mirrored) store_release_sys(link->best_mirrors + link->mirror, max(old, v));
-            }
+            if (lane == 0) atomicMax(a.prune_best, v);
             shared_best = v;
         }
     };
@@ -386,13 +379,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         for (int r = 0; r < R; ++r) border = max(border, HO[r]);
         border = warp_max(max(border + oe, batch_h));
         int seen = 0;
-        if (lane == 0) {
-            seen = load_relaxed(a.prune_best);
-            if (mirrored && (s0 & 255) == 0)  // every 8 batches: the mirrors are in host memory
-                for (int d = 0; d < link->num_mirrors; ++d)
-                    outside = max(outside, load_relaxed_sys(link->best_mirrors + d));
-            seen = max(seen, outside);
-        }
+        if (lane == 0) seen = load_relaxed(a.prune_best);
         seen = __shfl_sync(FULL_MASK, seen, 0);
         const long long reach = (long long)max(border, 0) +
                                 (long long)max(a.max_sub, 0) * min(a.height - k * S, width - s0 + 32 + cols_after);

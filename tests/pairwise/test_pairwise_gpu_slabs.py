@@ -2,8 +2,8 @@
 one sweep over the whole matrix and as the CPU engine.
 
 Every test needs a GPU (marker ``gpu``). On one GPU the slabs run one after the other on the
-same device (a device named twice), through the same streamed edges, ready flags and shared
-best scores as on several devices; the tests marked for two GPUs run the slabs at once and skip
+same device (a device named twice), through the same streamed edges and ready flags as on several
+devices; the tests for two GPUs run the slabs at once and skip
 cleanly on a machine with one. Slabs are allowed down to 64 columns here so that small pairs
 cross several of them, with checkpoints every 64 rows and columns so that paths cross many
 chunks on both sides of every slab boundary.
@@ -79,7 +79,7 @@ def test_paths_that_cross_slab_edges_in_every_state(mode, narrow_slabs):
         assert got == cpu.align_pair(q, t, scheme, mode)
 
 
-def test_pruning_sees_the_other_slabs_best_and_changes_nothing(narrow_slabs):
+def test_pruning_in_every_slab_changes_nothing(narrow_slabs):
     rng = np.random.default_rng(44)
     target = rng.integers(0, 4, 30_000, dtype=np.uint8)
     query = copy_then_unrelated(rng, BENCH_SCHEME, target, 0, 3_000, 500, 0)
