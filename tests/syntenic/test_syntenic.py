@@ -649,3 +649,28 @@ def test_minus_pair_with_a_huge_block_penalty_is_pairwise_global_minus_line(tmp_
     assert [syntenic_line[k] for k in columns] == [pairwise_line[k] for k in columns]
     assert syntenic_line["strand"] == "-" and pairwise_line["tp"] == "P"
 
+
+def test_best_pairs_writes_the_strand_and_syntenic_follows_it(tmp_path):
+    # The chain the workflow's best_hit pairing runs: placement, best-pairs, syntenic.
+    from minus_strand import TARGET_ID, write_case
+
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.paf import read_paf
+
+    q_path, t_path, _, pieces = write_case(str(tmp_path))
+    placed = str(tmp_path / "placed.paf")
+    assert main(["pairwise", "-q", q_path, "-t", t_path, "--out", placed]) == 0
+    pairs = str(tmp_path / "pairs.txt")
+    assert main(["best-pairs", "--paf", placed, "--out", pairs]) == 0
+    with open(pairs) as handle:
+        assert [line.rstrip("\n").split("\t") for line in handle] == \
+            [["ctg_minus", TARGET_ID, "-"], ["ctg_plus", TARGET_ID, "+"]]
+    prefix = str(tmp_path / "syn")
+    assert main(["syntenic", "-q", q_path, "-t", t_path, "-o", prefix, "--pairs", pairs]) == 0
+    paf = read_paf(f"{prefix}.paf")
+    for name, strand, aligned in (("ctg_minus", "-", 2850), ("ctg_plus", "+", 3000)):
+        lines = [p for p in paf if p["qname"] == name]
+        assert {p["strand"] for p in lines} == {strand}
+        assert sum(p["qend"] - p["qstart"] for p in lines) == aligned
+        assert all(p["nmatch"] >= 0.97 * p["alen"] for p in lines)
+    assert len(pieces["ctg_minus"]) == 3000
