@@ -15,7 +15,7 @@ Coordinate conventions (used everywhere in gpualign):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -309,6 +309,8 @@ class SyntenicBlock:
         difference block: minus the block penalty.
     cigar : Cigar
         ``=XID`` CIGAR of a matching region along the target; empty for a difference block.
+        In an alignment of the minus strand it reads the reverse complement of
+        ``query[query_start:query_end]``, as :class:`Alignment`'s CIGAR does.
     """
 
     kind: str
@@ -340,13 +342,27 @@ class SyntenicBlock:
         columns = self.cigar.columns()
         return self.matches / columns if columns else 0.0
 
+    def mirrored(self, query_length: int) -> "SyntenicBlock":
+        """The block with its query interval counted from the other end of a query of
+        ``query_length``: ``[query_length - end, query_length - start)``.
+
+        This maps an interval on the reverse complement of the query to the forward strand
+        and back (the mapping is its own inverse); the target interval and CIGAR are kept.
+        """
+        return replace(self, query_start=query_length - self.query_end,
+                       query_end=query_length - self.query_start)
+
 
 @dataclass(frozen=True)
 class SyntenicAlignment:
     """A generalized global (syntenic) alignment: matching regions and difference blocks in order.
 
-    The blocks tile both sequences: each starts where the previous one ended, the
-    first at ``(0, 0)``, the last ends at ``(query_length, target_length)``.
+    The blocks tile both sequences along the alignment: on the ``'+'`` strand each starts
+    where the previous one ended, the first at ``(0, 0)``, the last ends at
+    ``(query_length, target_length)``. On the ``'-'`` strand the reverse complement of the
+    query is aligned; the blocks still give forward-strand query coordinates (as
+    :class:`Alignment` does), so along the target they run down the query: the first block
+    ends at ``query_length``, the last starts at 0.
 
     Attributes
     ----------
@@ -359,7 +375,9 @@ class SyntenicAlignment:
     block_penalty : int
         The cost of one difference block this alignment was computed with.
     blocks : tuple of SyntenicBlock
-        The regions in sequence order.
+        The regions in alignment order (increasing target coordinates).
+    strand : str
+        ``'+'``, or ``'-'``: the query's reverse complement was aligned to the target.
     """
 
     query_id: str
@@ -369,6 +387,7 @@ class SyntenicAlignment:
     score: int
     block_penalty: int
     blocks: tuple = ()
+    strand: str = "+"
 
     @property
     def matching_regions(self) -> tuple:
@@ -384,13 +403,20 @@ class SyntenicAlignment:
                         scheme: ScoringScheme) -> int:
         """Score the alignment again from its blocks, CIGARs and the sequences.
 
-        Checks that the blocks tile both sequences and that every matching region's
-        CIGAR spans its intervals (``ValueError`` otherwise); returns the sum of the
-        matching regions' CIGAR scores minus ``block_penalty`` per difference block.
+        ``query_codes`` are the query's forward-strand codes, also for a ``'-'`` alignment
+        (whose CIGARs are then read against the reverse complement). Checks that the blocks
+        tile both sequences and that every matching region's CIGAR spans its intervals
+        (``ValueError`` otherwise); returns the sum of the matching regions' CIGAR scores
+        minus ``block_penalty`` per difference block.
         """
+        query_codes = np.asarray(query_codes)
+        blocks = self.blocks
+        if self.strand == "-":
+            query_codes = reverse_complement_codes(query_codes)
+            blocks = [block.mirrored(self.query_length) for block in blocks]
         query_at = target_at = 0
         total = 0
-        for block in self.blocks:
+        for block in blocks:
             if (block.query_start, block.target_start) != (query_at, target_at):
                 raise ValueError(f"block at {block.query_start}/{block.target_start} does not start "
                                  f"where the previous one ended ({query_at}/{target_at})")

@@ -25,11 +25,20 @@ EPILOG = f"""outputs (coordinates 0-based half-open, as BED and PAF):
   PREFIX.paf            one line per matching region, with its cg:Z CIGAR
   PREFIX.dotplot.png    the dot plot, when one pair is aligned; with several pairs one
                         PREFIX.QUERYID.dotplot.png each, or PREFIX.QUERYID.TARGETID.dotplot.png
-                        for every pair when --pairs lists a query more than once (characters
-                        other than letters, digits, '.', '_' and '-' in ids become '_')
+                        for every pair when --pairs lists a query more than once, and
+                        PREFIX.QUERYID.TARGETID.plus|minus.dotplot.png when it lists a pair on
+                        both strands (characters other than letters, digits, '.', '_' and '-'
+                        in ids become '_')
 
 pairs: the pairs listed with --pairs; else, when each file holds one record, that pair;
 else every query record with the target record of the same id.
+
+strand: a --pairs line 'QUERY_ID TARGET_ID -' aligns the reverse complement of the query
+(DNA), as gpualign best-pairs writes it for a query whose best hit is on the minus strand;
+'+' or no third column aligns the query as given. A minus-strand pair is reported as
+gpualign pairwise reports minus-strand alignments: query coordinates on its forward strand
+(the blocks then run down the query), strand '-' in the PAF, in both BED files and in the
+table's strand column, and CIGARs that read the reverse-complemented query.
 
 block penalty: the cost of one difference block (an unaligned region on both sequences).
 The DNA default {DNA_BLOCK_PENALTY} (with match 2, mismatch -3, gaps 5+2k) lets a gap of more than
@@ -62,7 +71,9 @@ def register(subparsers) -> None:
     parser.add_argument("-d", "--block-penalty", type=int, metavar="D",
                         help=f"cost of one difference block [{DNA_BLOCK_PENALTY} for DNA, "
                              f"{PROTEIN_BLOCK_PENALTY} for protein; see below]")
-    parser.add_argument("--pairs", metavar="FILE", help="align only these pairs: 'QUERY_ID TARGET_ID' a line")
+    parser.add_argument("--pairs", metavar="FILE",
+                        help="align only these pairs: 'QUERY_ID TARGET_ID [+|-]' a line, the third "
+                             "column the query's strand ('-': its reverse complement) [+]")
     parser.add_argument("--memory-mb", type=int, default=256, metavar="MB",
                         help="traceback memory per pair in MiB; larger inputs are re-computed band by "
                              "band with the same result [256]")
@@ -71,17 +82,27 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def choose_pairs(queries, targets, pairs_file: str | None, query_path: str) -> list[tuple]:
-    """The ``(query, target)`` records to align (rules in the epilog); raise :class:`InputError` if none."""
+def choose_pairs(queries, targets, pairs_file: str | None, query_path: str,
+                 dna: bool = True) -> list[tuple]:
+    """The ``(query, target, strand)`` to align: records and ``'+'`` or ``'-'`` (rules in the epilog).
+
+    ``dna`` says whether the scheme is DNA's; without it a pair listed on ``'-'`` is refused.
+    Raises :class:`InputError` when there is no pair, or for a bad pairs file.
+    """
     from gpualign_plugin.io.pairs import read_distinct_pairs
 
     target_by_id = {t.id: t for t in targets}
     query_by_id = {q.id: q for q in queries}
     if pairs_file:
-        return [(query_by_id[q], target_by_id[t]) for q, t in read_distinct_pairs(pairs_file, queries, targets)]
+        listed = read_distinct_pairs(pairs_file, queries, targets, stranded=True)
+        minus = next(((q, t) for q, t, strand in listed if strand == "-"), None)
+        if minus is not None and not dna:
+            raise InputError(f"pair {minus[0]} {minus[1]} is listed on the minus strand, which "
+                             "exists only for DNA", path=pairs_file)
+        return [(query_by_id[q], target_by_id[t], strand) for q, t, strand in listed]
     if len(queries) == 1 and len(targets) == 1:
-        return [(queries[0], targets[0])]
-    pairs = [(q, target_by_id[q.id]) for q in queries if q.id in target_by_id]
+        return [(queries[0], targets[0], "+")]
+    pairs = [(q, target_by_id[q.id], "+") for q in queries if q.id in target_by_id]
     if not pairs:
         raise InputError("no query record has the id of a target record; give --pairs FILE",
                          path=query_path)
@@ -98,13 +119,21 @@ def _safe(name: str) -> str:
 
 
 def output_paths(prefix: str, pairs: list[tuple]) -> dict:
-    """Output paths: keys ``blocks``, ``query_bed``, ``target_bed``, ``paf`` and ``dotplots`` (one per pair)."""
+    """Output paths: keys ``blocks``, ``query_bed``, ``target_bed``, ``paf`` and ``dotplots`` (one per pair).
+
+    ``pairs`` are ``(query, target, strand)`` as :func:`choose_pairs` returns them; the dot
+    plots are named by as little of each pair as tells them apart (epilog).
+    """
     if len(pairs) == 1:
         dotplots = [f"{prefix}.dotplot.png"]
-    elif len({q.id for q, _ in pairs}) == len(pairs):
-        dotplots = [f"{prefix}.{_safe(q.id)}.dotplot.png" for q, _ in pairs]
+    elif len({q.id for q, _, _ in pairs}) == len(pairs):
+        dotplots = [f"{prefix}.{_safe(q.id)}.dotplot.png" for q, _, _ in pairs]
+    elif len({(q.id, t.id) for q, t, _ in pairs}) == len(pairs):
+        dotplots = [f"{prefix}.{_safe(q.id)}.{_safe(t.id)}.dotplot.png" for q, t, _ in pairs]
     else:
-        dotplots = [f"{prefix}.{_safe(q.id)}.{_safe(t.id)}.dotplot.png" for q, t in pairs]
+        strand_names = {"+": "plus", "-": "minus"}
+        dotplots = [f"{prefix}.{_safe(q.id)}.{_safe(t.id)}.{strand_names[s]}.dotplot.png"
+                    for q, t, s in pairs]
     return {"blocks": f"{prefix}.blocks.tsv", "query_bed": f"{prefix}.query.bed",
             "target_bed": f"{prefix}.target.bed", "paf": f"{prefix}.paf", "dotplots": dotplots}
 
@@ -148,29 +177,30 @@ def run(args: argparse.Namespace) -> int:
     check_writable(f"{args.out_prefix}.blocks.tsv")
     queries = read_fasta(args.query, scheme)
     targets = read_fasta(args.target, scheme)
-    pairs = choose_pairs(queries, targets, args.pairs, args.query)
+    pairs = choose_pairs(queries, targets, args.pairs, args.query, scheme.is_dna)
     paths = output_paths(args.out_prefix, pairs)
     for path in _all_paths(paths):
         check_writable(path)
-    for query, target in pairs:
+    for query, target, _ in pairs:
         scheme.check_score_range(len(query), len(target), (query.id, target.id))
     engine = resolve_backend(args.backend, args.device)
     threads = apply_threads(args.threads)
     stats = RunStats("syntenic", engine=engine, device=describe_device(engine, args.device),
                      threads=threads)
-    stats.cells = sum(len(q) * len(t) for q, t in pairs)
+    stats.cells = sum(len(q) * len(t) for q, t, _ in pairs)
     budget = args.memory_mb * 2**20
     lock = threading.Lock()
     # Cells computed exceed m*n when bands are recomputed; the bar counts them all.
-    total = sum(len(q) * len(t) * (1 if len(q) * (len(t) + 1) <= budget else 2) for q, t in pairs)
+    total = sum(len(q) * len(t) * (1 if len(q) * (len(t) + 1) <= budget else 2) for q, t, _ in pairs)
     with Progress(total, "syntenic") as progress:
         def advance(cells: int) -> None:
             with lock:
                 progress.advance(cells)
 
         def align(pair):
-            return syntenic(pair[0], pair[1], scheme, block_penalty, budget, advance, engine,
-                            args.device)
+            query, target, strand = pair
+            return syntenic(query, target, scheme, block_penalty, budget, advance, engine,
+                            args.device, strand)
 
         # One GPU takes one pair at a time; the CPU aligns pairs concurrently.
         workers = 1 if engine == "gpu" else max(1, min(threads, len(pairs)))

@@ -86,7 +86,8 @@ def read_paf(path: str | os.PathLike) -> list[dict]:
     ------
     InputError
         A missing file, or a line with fewer than twelve columns, a non-integer
-        where an integer belongs, or a malformed tag; names the file and line.
+        where an integer belongs, a strand other than ``+`` and ``-``, or a malformed
+        tag; names the file and line.
     """
     path = os.fspath(path)
     rows = []
@@ -108,6 +109,9 @@ def read_paf(path: str | os.PathLike) -> list[dict]:
                         raise InputError(f"column {name} is not an integer: {value!r}", path=path,
                                          position=line_number, position_kind="line") from None
                 row[name] = value
+            if row["strand"] not in ("+", "-"):
+                raise InputError(f"column strand is not '+' or '-': {row['strand']!r}", path=path,
+                                 position=line_number, position_kind="line")
             for field in fields[len(COLUMNS):]:
                 parts = field.split(":", 2)
                 if len(parts) != 3 or len(parts[0]) != 2:

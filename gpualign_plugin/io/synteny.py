@@ -2,8 +2,14 @@
 
 Coordinates everywhere are 0-based half-open ``[start, end)`` on the forward
 strand, as in BED and PAF (the block table says so in its header). Blocks are
-numbered from 1 in sequence order within each pair; the number joins the
-table, the BED names (``match_3``, ``difference_2``) and the PAF ``bk:i`` tag.
+numbered from 1 in alignment order (along the target) within each pair; the number
+joins the table, the BED names (``match_3``, ``difference_2``) and the PAF ``bk:i`` tag.
+
+Strand: a pair aligned on ``-`` (the query's reverse complement against the target) is
+reported as gpualign pairwise reports minus-strand alignments: forward-strand query
+coordinates (so its blocks run down the query), strand ``-`` in the PAF strand column,
+the BED strand column of both sequences and the table's ``strand`` column, and CIGARs
+that read the reverse-complemented query along the target.
 
 PAF: one line per matching region through :func:`gpualign_plugin.io.paf.paf_line`,
 with ``tp:A:P``, ``AS:i`` the region's score, ``NM:i``, ``cg:Z`` the region's
@@ -22,8 +28,8 @@ from gpualign_plugin.model import Alignment, SyntenicAlignment, SyntenicBlock
 
 TABLE_COLUMNS = ("query_id", "target_id", "block", "type", "query_start", "query_end",
                  "target_start", "target_end", "query_len", "target_len", "score", "identity_pct",
-                 "cigar")
-"""Columns of the block table, in order."""
+                 "cigar", "strand")
+"""Columns of the block table, in order (``strand`` last, so the older columns keep their places)."""
 
 
 def block_name(block: SyntenicBlock, number: int) -> str:
@@ -54,17 +60,20 @@ def write_block_table(path: str | os.PathLike, alignments: Iterable[SyntenicAlig
     coordinate convention, one summary line per pair, then the column names
     (:data:`TABLE_COLUMNS`). ``identity_pct`` is identical columns over all
     columns of a matching region in percent (two decimals) and ``.`` for a
-    difference block, as is its ``cigar``.
+    difference block, as is its ``cigar``. ``strand`` is the pair's: ``+``, or ``-`` when
+    the query's reverse complement was aligned (the rows then run down the query).
     """
     alignments = list(alignments)
     with atomic_text(path) as handle:
         handle.write(f"# gpualign syntenic: {description}\n")
         handle.write(f"# command: {command}\n")
         handle.write("# coordinates: 0-based half-open [start, end) on the forward strand "
-                     "(as BED and PAF); len = end - start\n")
+                     "(as BED and PAF); len = end - start; strand -: the query's reverse "
+                     "complement is aligned, the CIGAR reads it\n")
         for result in alignments:
             handle.write(f"# pair {result.query_id} ({result.query_length} {unit}) vs {result.target_id} "
-                         f"({result.target_length} {unit}): score {result.score}, "
+                         f"({result.target_length} {unit}), strand {result.strand}: "
+                         f"score {result.score}, "
                          f"{len(result.matching_regions)} matching regions, "
                          f"{len(result.difference_blocks)} difference blocks\n")
         handle.write("#" + "\t".join(TABLE_COLUMNS) + "\n")
@@ -75,7 +84,7 @@ def write_block_table(path: str | os.PathLike, alignments: Iterable[SyntenicAlig
                        block.query_end, block.target_start, block.target_end, block.query_span,
                        block.target_span, block.score,
                        f"{100 * block.identity:.2f}" if is_match else ".",
-                       str(block.cigar) if is_match else "."]
+                       str(block.cigar) if is_match else ".", result.strand]
                 handle.write("\t".join(str(x) for x in row) + "\n")
 
 
@@ -84,8 +93,10 @@ def write_bed(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment], 
 
     ``side`` is ``'query'`` or ``'target'``. Columns: sequence id, start, end,
     :func:`block_name`, score (identity x 1000 for a matching region, 0 for a
-    difference block) and strand ``+``. A difference block empty on this side
-    is a zero-length interval (``start == end``), BED's form for an insertion point.
+    difference block) and the pair's strand (``-`` on both sides when the query's
+    reverse complement was aligned, as ``bedtools bamtobed`` marks a reverse read on the
+    reference). A difference block empty on this side is a zero-length interval
+    (``start == end``), BED's form for an insertion point.
     """
     if side not in ("query", "target"):
         raise ValueError(f"side must be 'query' or 'target', got {side!r}")
@@ -96,14 +107,16 @@ def write_bed(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment], 
                 start, end = ((block.query_start, block.query_end) if side == "query"
                               else (block.target_start, block.target_end))
                 score = round(1000 * block.identity) if block.kind == "match" else 0
-                handle.write(f"{chrom}\t{start}\t{end}\t{block_name(block, number)}\t{score}\t+\n")
+                handle.write(f"{chrom}\t{start}\t{end}\t{block_name(block, number)}\t{score}\t"
+                             f"{result.strand}\n")
 
 
 def region_alignment(result: SyntenicAlignment, block: SyntenicBlock) -> Alignment:
     """A matching region as a pairwise :class:`~gpualign_plugin.model.Alignment` (for PAF)."""
     return Alignment(result.query_id, result.target_id, result.query_length, result.target_length,
-                     block.query_start, block.query_end, block.target_start, block.target_end, "+",
-                     block.score, block.cigar, mode="syntenic", is_primary=True, mapq=255)
+                     block.query_start, block.query_end, block.target_start, block.target_end,
+                     result.strand, block.score, block.cigar, mode="syntenic", is_primary=True,
+                     mapq=255)
 
 
 def write_paf(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment]) -> None:
@@ -118,10 +131,11 @@ def write_paf(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment]) 
 def write_dotplot(path: str | os.PathLike, result: SyntenicAlignment, unit: str = "bp") -> None:
     """Draw the alignment as a dot plot PNG (matplotlib, Agg backend), written atomically.
 
-    The target runs along x and the query along y, both in ``unit`` (``'bp'`` or ``'aa'``). Each matching
-    region is a line segment from its start to its end; each difference block
-    is a shaded rectangle spanning its two intervals (a block empty on one side
-    is drawn as a thin line).
+    The target runs along x and the query along y (forward strand), both in ``unit``
+    (``'bp'`` or ``'aa'``). Each matching region is a line segment from its start to its
+    end, falling from left to right on the ``'-'`` strand (the query's reverse complement
+    runs down the query); each difference block is a shaded rectangle spanning its two
+    intervals (a block empty on one side is drawn as a thin line).
     """
     import matplotlib
 
@@ -137,12 +151,15 @@ def write_dotplot(path: str | os.PathLike, result: SyntenicAlignment, unit: str 
                                      block.query_span, facecolor="0.85", edgecolor="0.6",
                                      linewidth=0.5))
     for block in result.matching_regions:
-        axes.plot([block.target_start, block.target_end], [block.query_start, block.query_end],
+        query_ends = ([block.query_start, block.query_end] if result.strand == "+"
+                      else [block.query_end, block.query_start])
+        axes.plot([block.target_start, block.target_end], query_ends,
                   color="tab:blue", linewidth=1.5, solid_capstyle="butt")
     axes.set_xlim(0, max(result.target_length, 1))
     axes.set_ylim(0, max(result.query_length, 1))
     axes.set_xlabel(f"{result.target_id} ({unit})")
-    axes.set_ylabel(f"{result.query_id} ({unit})")
+    aligned = ", reverse complement aligned" if result.strand == "-" else ""
+    axes.set_ylabel(f"{result.query_id} ({unit}{aligned})")
     axes.set_title(f"{len(result.matching_regions)} matching regions, "
                    f"{len(result.difference_blocks)} difference blocks (shaded)", fontsize=9)
     axes.ticklabel_format(style="plain", useOffset=False)

@@ -13,6 +13,8 @@ this module chooses, and the traceback walk is shared.
 Conventions: ``uint8`` code arrays of the scheme's alphabet; the query indexes
 rows (``i``, length ``m``), the target columns (``j``, length ``n``);
 coordinates 0-based half-open; a gap of length ``k`` costs ``open + k*extend``.
+:func:`syntenic` also aligns a DNA query's reverse complement (``strand='-'``) and reports
+it on the query's forward strand, as pairwise alignments are reported.
 
 Example
 -------
@@ -35,7 +37,7 @@ import numpy as np
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Cigar, SyntenicAlignment, SyntenicBlock, score_cigar
-from gpualign_plugin.scoring import NEG_INF, ScoringScheme, Sequence
+from gpualign_plugin.scoring import NEG_INF, ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic import cpu
 from gpualign_plugin.syntenic import cpu_kernels as kernels
 from gpualign_plugin.traceback.checkpoint import Cursor, checkpointed_traceback
@@ -234,8 +236,14 @@ def syntenic_align(query_codes, target_codes, scheme: ScoringScheme, block_penal
 
 def syntenic(query: Sequence, target: Sequence, scheme: ScoringScheme, block_penalty: int,
              memory_budget: int = DEFAULT_MEMORY_BUDGET, progress=None, backend: str = "cpu",
-             device: int = 0) -> SyntenicAlignment:
+             device: int = 0, strand: str = "+") -> SyntenicAlignment:
     """Syntenic alignment of two records (see :func:`syntenic_align`), ids filled in.
+
+    On ``strand='-'`` the reverse complement of the query is aligned to the target; the
+    result's blocks give query intervals on the forward strand (``[m - end, m - start)`` of
+    the reverse complement's ``[start, end)``), their CIGARs read the reverse-complemented
+    query along the target, and ``strand`` is ``'-'``: the convention of pairwise
+    alignments (:class:`~gpualign_plugin.model.Alignment`, PAF).
 
     Parameters
     ----------
@@ -251,11 +259,26 @@ def syntenic(query: Sequence, target: Sequence, scheme: ScoringScheme, block_pen
         Called with DP cells done, as in :func:`syntenic_align`.
     backend, device
         ``'cpu'`` or ``'gpu'`` and the CUDA device, as in :func:`syntenic_align`.
+    strand : str
+        ``'+'`` (the query as given) or ``'-'`` (its reverse complement; DNA only).
 
     Returns
     -------
     SyntenicAlignment
+
+    Raises
+    ------
+    ValueError
+        A strand other than ``'+'`` and ``'-'``, or ``'-'`` with a protein scheme.
     """
-    result = syntenic_align(query.codes, target.codes, scheme, block_penalty, memory_budget,
+    if strand not in ("+", "-"):
+        raise ValueError(f"strand must be '+' or '-', got {strand!r}")
+    if strand == "-" and not scheme.is_dna:
+        raise ValueError("the minus strand exists only for DNA")
+    codes = reverse_complement_codes(query.codes) if strand == "-" else query.codes
+    result = syntenic_align(codes, target.codes, scheme, block_penalty, memory_budget,
                             progress, backend, device)
+    if strand == "-":
+        blocks = tuple(block.mirrored(result.query_length) for block in result.blocks)
+        result = replace(result, blocks=blocks, strand="-")
     return replace(result, query_id=query.id, target_id=target.id)

@@ -445,6 +445,8 @@ def test_paf_reader_names_file_and_line_of_bad_input(tmp_path):
     for text, message in [(good + "\nq\t1\t2\n", "line 2: PAF line has 3 columns"),
                           (good.replace("\t19\t", "\tnineteen\t", 1), "line 1: column qlen"),
                           (good + "\tAS:i:x", "line 1: malformed PAF tag"),
+                          (good + "\n" + good.replace("\t+\t", "\t*\t", 1),
+                           "line 2: column strand is not '\\+' or '-': '\\*'"),
                           (good + "\tbroken", "line 1: malformed PAF tag")]:
         path.write_text(text)
         with pytest.raises(InputError, match=f"bad.paf: {message}"):

@@ -394,7 +394,8 @@ def test_cli_pairs_by_id_and_pairs_file_name_one_dotplot_per_pair(tmp_path):
 
 
 @pytest.mark.parametrize("problem", ["missing_query", "no_common_ids", "bad_pairs_line",
-                                     "bad_character", "bad_penalty", "directory_under_a_file"])
+                                     "bad_strand", "minus_protein", "bad_character", "bad_penalty",
+                                     "directory_under_a_file"])
 def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, problem):
     from gpualign_plugin.cli.main import main
 
@@ -404,7 +405,10 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, proble
     prefix = tmp_path / "out"
     args = ["syntenic", "-q", str(q_path), "-t", str(t_path), "-o", str(prefix)]
     expected = {"missing_query": "no such file", "no_common_ids": "no query record has the id",
-                "bad_pairs_line": "line 1", "bad_character": "position 4",
+                "bad_pairs_line": "line 1",
+                "bad_strand": "pairs.txt: line 2: strand 'x' is not '+' or '-'",
+                "minus_protein": "pairs.txt: pair a c is listed on the minus strand, which exists only for DNA",
+                "bad_character": "position 4",
                 "bad_penalty": "--block-penalty",
                 "directory_under_a_file": "cannot create the output directory"}[problem]
     if problem == "missing_query":
@@ -412,6 +416,14 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_output(tmp_path, capsys, proble
     elif problem == "bad_pairs_line":
         (tmp_path / "pairs.txt").write_text("a nothere\n")
         args += ["--pairs", str(tmp_path / "pairs.txt")]
+    elif problem == "bad_strand":
+        (tmp_path / "pairs.txt").write_text("a c\nb d x\n")
+        args += ["--pairs", str(tmp_path / "pairs.txt")]
+    elif problem == "minus_protein":
+        q_path.write_text(">a\nMKVLAAGIVGLLLAQW\n")
+        t_path.write_text(">c\nMKVLSAGIVGLLLAQW\n")
+        (tmp_path / "pairs.txt").write_text("a c -\n")
+        args += ["--pairs", str(tmp_path / "pairs.txt"), "--matrix", "BLOSUM62"]
     elif problem == "bad_character":
         q_path.write_text(">a\nACG!TACGTA\n")
     elif problem == "bad_penalty":
@@ -493,3 +505,172 @@ def test_cli_a_pair_listed_twice_is_aligned_once(tmp_path):
     assert [int(r["block"]) for r in rows] == list(range(1, len(rows) + 1))
     assert len(read_paf(f"{prefix}.paf")) == [r["type"] for r in rows].count("match")
     assert os.path.exists(f"{prefix}.dotplot.png")
+
+
+# ---------------------------------------------------------------------------------------------
+# Strand: a contig from the minus strand (tests/syntenic/minus_strand.py, real lambda sequence)
+
+
+def mirrored_tuples(result):
+    """:func:`as_tuples` with the query intervals counted from the other end of the query."""
+    m = result.query_length
+    return [(kind, m - end, m - start, *rest) for kind, start, end, *rest in as_tuples(result)]
+
+
+def test_minus_strand_is_the_reverse_complement_aligned_and_reported_on_the_forward_strand():
+    from minus_strand import TARGET_ID, contigs
+
+    from gpualign_plugin.scoring import reverse_complement_text
+
+    scheme = ScoringScheme.dna()
+    target_text, pieces = contigs()
+    target = scheme.encode(TARGET_ID, target_text)
+    query = scheme.encode("ctg_minus", pieces["ctg_minus"])
+    explicit = syntenic(scheme.encode("ctg_minus", reverse_complement_text(pieces["ctg_minus"])),
+                        target, scheme, 50)
+    minus = syntenic(query, target, scheme, 50, strand="-")
+    assert (minus.strand, explicit.strand) == ("-", "+")
+    assert minus.score == explicit.score
+    # The same blocks, CIGARs and scores; query intervals mapped to the forward strand.
+    assert mirrored_tuples(minus) == as_tuples(explicit)
+    m = len(query)
+    assert minus.blocks[0].query_end == m and minus.blocks[-1].query_start == 0
+    assert all(a.query_start == b.query_end for a, b in zip(minus.blocks, minus.blocks[1:]))
+    # Scored again from the forward-strand codes, the CIGARs read the reverse complement.
+    assert minus.recompute_score(query.codes, target.codes, scheme) == minus.score
+    # The contig is from the minus strand: there all but its 150 bp foreign insertion aligns,
+    # at 97% identity or more; on the plus strand (the defect) nothing does.
+    assert sum(b.query_span for b in minus.matching_regions) == m - 150
+    assert all(b.identity >= 0.97 for b in minus.matching_regions)
+    plus = syntenic(query, target, scheme, 50)
+    assert plus.strand == "+" and plus.matching_regions == () and plus.score == -50
+
+
+def test_minus_strand_is_refused_for_protein_and_a_bad_strand_value():
+    scheme = ScoringScheme.from_matrix("BLOSUM62")
+    record = scheme.encode("p", "MKVLAAGIVGLLLA")
+    with pytest.raises(ValueError, match="only for DNA"):
+        syntenic(record, record, scheme, 60, strand="-")
+    dna = ScoringScheme.dna()
+    record = dna.encode("d", "ACGTACGT")
+    with pytest.raises(ValueError, match="strand"):
+        syntenic(record, record, dna, 50, strand="minus")
+
+
+def test_cli_aligns_each_listed_pair_on_its_strand(tmp_path):
+    # A pairs file as best-pairs writes it, a two-column line of an older file (strand +), and
+    # the minus contig listed on both strands. The minus pair's outputs equal those of the
+    # reverse complement aligned explicitly, with query coordinates on the forward strand and
+    # strand '-' in the PAF, both BED files and the table.
+    from minus_strand import TARGET_ID, write_case
+
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.paf import read_paf
+    from gpualign_plugin.model import Alignment
+    from gpualign_plugin.scoring import reverse_complement_text
+
+    q_path, t_path, target_text, pieces = write_case(str(tmp_path))
+    m = len(pieces["ctg_minus"])
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(f"ctg_minus\t{TARGET_ID}\t-\nctg_plus {TARGET_ID}\nctg_minus {TARGET_ID} +\n")
+    prefix = str(tmp_path / "stranded")
+    assert main(["syntenic", "-q", q_path, "-t", t_path, "-o", prefix, "--pairs", str(pairs)]) == 0
+    rc_path = tmp_path / "rc.fa"
+    rc_path.write_text(f">ctg_minus\n{reverse_complement_text(pieces['ctg_minus'])}\n")
+    explicit = str(tmp_path / "explicit")
+    assert main(["syntenic", "-q", str(rc_path), "-t", t_path, "-o", explicit]) == 0
+
+    header, rows = read_table(f"{prefix}.blocks.tsv")
+    assert header[-1].endswith("\tcigar\tstrand")
+    assert [line.split(":")[0] for line in header if line.startswith("# pair")] == [
+        f"# pair ctg_minus ({m} bp) vs {TARGET_ID} (10000 bp), strand -",
+        f"# pair ctg_plus (3000 bp) vs {TARGET_ID} (10000 bp), strand +",
+        f"# pair ctg_minus ({m} bp) vs {TARGET_ID} (10000 bp), strand +"]
+    _, explicit_rows = read_table(f"{explicit}.blocks.tsv")
+    minus_rows = [r for r in rows if r["query_id"] == "ctg_minus" and r["strand"] == "-"]
+    assert len(minus_rows) == len(explicit_rows) == 5
+    for row, plain in zip(minus_rows, explicit_rows):
+        assert plain["strand"] == "+"
+        assert (int(row["query_start"]), int(row["query_end"])) == \
+            (m - int(plain["query_end"]), m - int(plain["query_start"]))
+        same = ("block", "type", "target_start", "target_end", "query_len", "target_len", "score",
+                "identity_pct", "cigar")
+        assert [row[k] for k in same] == [plain[k] for k in same]
+    assert {r["strand"] for r in rows if r["query_id"] == "ctg_plus"} == {"+"}
+
+    paf = read_paf(f"{prefix}.paf")
+    minus_paf = [p for p in paf if p["qname"] == "ctg_minus" and p["strand"] == "-"]
+    explicit_paf = read_paf(f"{explicit}.paf")
+    assert len(minus_paf) == len(explicit_paf) == 2
+    for line, plain in zip(minus_paf, explicit_paf):
+        assert (line["qstart"], line["qend"]) == (m - plain["qend"], m - plain["qstart"])
+        assert {k: v for k, v in line.items() if k not in ("qstart", "qend", "strand")} == \
+            {k: v for k, v in plain.items() if k not in ("qstart", "qend", "strand")}
+    # Read as pairwise reads a minus-strand PAF line (the CIGAR against the reverse
+    # complement of query[qstart:qend]), every line scores its AS.
+    scheme = ScoringScheme.dna()
+    codes = {name: scheme.alphabet.encode(text) for name, text in pieces.items()}
+    target_codes = scheme.alphabet.encode(target_text)
+    for p in paf:
+        alignment = Alignment(p["qname"], p["tname"], p["qlen"], p["tlen"], p["qstart"], p["qend"],
+                              p["tstart"], p["tend"], p["strand"], p["AS"], Cigar.from_string(p["cg"]))
+        assert alignment.recompute_score(codes[p["qname"]], target_codes, scheme) == p["AS"]
+
+    for side in ("query", "target"):
+        with open(f"{prefix}.{side}.bed") as handle:
+            bed = [line.rstrip("\n").split("\t") for line in handle]
+        assert [fields[5] for fields in bed] == [r["strand"] for r in rows]
+    for strand in ("plus", "minus"):
+        with open(f"{prefix}.ctg_minus.{TARGET_ID}.{strand}.dotplot.png", "rb") as handle:
+            assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_minus_pair_with_a_huge_block_penalty_is_pairwise_global_minus_line(tmp_path):
+    # With a block penalty no alignment can recover, syntenic is the global alignment
+    # (docs/ALGORITHMS.md); on the minus strand it must be gpualign pairwise's minus-strand
+    # global line: coordinates, strand, CIGAR and score.
+    from minus_strand import TARGET_ID, write_case
+
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.paf import read_paf
+
+    q_path, t_path, _, _ = write_case(str(tmp_path))
+    (tmp_path / "pairs.txt").write_text(f"ctg_minus {TARGET_ID} -\n")
+    prefix = str(tmp_path / "syn")
+    assert main(["syntenic", "-q", q_path, "-t", t_path, "-o", prefix, "--pairs",
+                 str(tmp_path / "pairs.txt"), "--block-penalty", "1000000"]) == 0
+    assert main(["pairwise", "-q", q_path, "-t", t_path, "--mode", "global", "--secondary",
+                 "--out", str(tmp_path / "global.paf")]) == 0
+    (syntenic_line,) = read_paf(f"{prefix}.paf")
+    (pairwise_line,) = [p for p in read_paf(tmp_path / "global.paf")
+                        if p["qname"] == "ctg_minus" and p["strand"] == "-"]
+    columns = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart", "tend",
+               "nmatch", "alen", "AS", "NM", "cg")
+    assert [syntenic_line[k] for k in columns] == [pairwise_line[k] for k in columns]
+    assert syntenic_line["strand"] == "-" and pairwise_line["tp"] == "P"
+
+
+def test_best_pairs_writes_the_strand_and_syntenic_follows_it(tmp_path):
+    # The chain the workflow's best_hit pairing runs: placement, best-pairs, syntenic.
+    from minus_strand import TARGET_ID, write_case
+
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.paf import read_paf
+
+    q_path, t_path, _, pieces = write_case(str(tmp_path))
+    placed = str(tmp_path / "placed.paf")
+    assert main(["pairwise", "-q", q_path, "-t", t_path, "--out", placed]) == 0
+    pairs = str(tmp_path / "pairs.txt")
+    assert main(["best-pairs", "--paf", placed, "--out", pairs]) == 0
+    with open(pairs) as handle:
+        assert [line.rstrip("\n").split("\t") for line in handle] == \
+            [["ctg_minus", TARGET_ID, "-"], ["ctg_plus", TARGET_ID, "+"]]
+    prefix = str(tmp_path / "syn")
+    assert main(["syntenic", "-q", q_path, "-t", t_path, "-o", prefix, "--pairs", pairs]) == 0
+    paf = read_paf(f"{prefix}.paf")
+    for name, strand, aligned in (("ctg_minus", "-", 2850), ("ctg_plus", "+", 3000)):
+        lines = [p for p in paf if p["qname"] == name]
+        assert {p["strand"] for p in lines} == {strand}
+        assert sum(p["qend"] - p["qstart"] for p in lines) == aligned
+        assert all(p["nmatch"] >= 0.97 * p["alen"] for p in lines)
+    assert len(pieces["ctg_minus"]) == 3000

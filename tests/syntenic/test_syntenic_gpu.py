@@ -183,3 +183,23 @@ def test_cli_gpu_outputs_equal_cpu_outputs_on_the_demo_genomes(tmp_path):
         with open(stats) as handle:
             assert json.load(handle)["engine"] == backend
     assert outputs["gpu"] == outputs["cpu"]
+
+
+def test_cli_gpu_minus_strand_pair_outputs_equal_cpu_outputs(tmp_path):
+    # The strand is handled before the engine (the reverse complement goes in), so both
+    # engines must write the same minus-strand outputs.
+    from minus_strand import TARGET_ID, write_case
+
+    from gpualign_plugin.cli.main import main
+
+    q_path, t_path, _, _ = write_case(str(tmp_path))
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(f"ctg_minus {TARGET_ID} -\n")
+    outputs = {}
+    for backend in ("cpu", "gpu"):
+        prefix = str(tmp_path / backend)
+        assert main(["syntenic", "-q", q_path, "-t", t_path, "-o", prefix, "--pairs", str(pairs),
+                     "--backend", backend]) == 0
+        outputs[backend] = _outputs(prefix)
+    assert outputs["gpu"] == outputs["cpu"]
+    assert all(line.split(b"\t")[4] == b"-" for line in outputs["gpu"]["paf"].splitlines())

@@ -69,26 +69,38 @@ def write_fasta(path, records) -> None:
                 handle.write(text[start:start + 60] + "\n")
 
 
+def lambda_window(start: int, end: int) -> str:
+    """Bases ``start`` to ``end`` of the lambda phage genome of the demo data."""
+    with open(os.path.join(REPO, "resources", "genomes", "lambda.fa")) as handle:
+        return "".join(line.strip() for line in handle if not line.startswith(">"))[start:end]
+
+
 def small_config(project: str, analyses=("pairwise",), shards: int = 2,
-                 query_names=("read/1{a}", "ctg:2 with description", "ctg|3", "ctg_4")) -> str:
+                 query_names=("read/1{a}", "ctg:2 with description", "ctg|3", "ctg_4"),
+                 reference: str | None = None, minus=()) -> str:
     """Write a small project's data and config into ``project``; return the config path.
 
-    The reference is a random 6 kb record; the query genome is a mutated copy of it cut
-    into four records with names that would break wildcards if they were used as such.
+    The reference is ``reference`` or a random 6 kb record; the query genome is a mutated
+    copy of it cut into four records with names that would break wildcards if they were
+    used as such. Records whose id is in ``minus`` are written reverse complemented, as
+    an assembly gives about half its contigs.
     """
     from gpualign_plugin.compare.simulate import SimulationParameters, simulate_genome
+    from gpualign_plugin.scoring import reverse_complement_text
 
     data = os.path.join(project, "data")
     os.makedirs(data, exist_ok=True)
-    reference = random_dna(6000, 42)
+    reference = reference or random_dna(6000, 42)
     write_fasta(os.path.join(data, "ref.fa"), [("chrT", reference)])
     params = SimulationParameters(inversion_length=0, deletion_length=200, insertion_length=150,
                                   transposition_length=0, substitution_rate=0.01,
                                   indel_rate=0.002)
     (strain,), _ = simulate_genome([("chrT", reference)], params, seed=7)
     cuts = np.linspace(0, len(strain[1]), len(query_names) + 1).astype(int)
+    pieces = [(name, strain[1][cuts[i]:cuts[i + 1]]) for i, name in enumerate(query_names)]
     write_fasta(os.path.join(data, "query.fa"),
-                [(name, strain[1][cuts[i]:cuts[i + 1]]) for i, name in enumerate(query_names)])
+                [(name, reverse_complement_text(text) if name.split()[0] in minus else text)
+                 for name, text in pieces])
     shutil.copy(os.path.join(REPO, "resources", "triplets", "globins.fa"), data)
     with open(os.path.join(data, "triplets.tsv"), "w") as handle:
         handle.write("HBA_HUMAN\tHBB_HUMAN\tMYG_PHYCA\nHBA_HORSE\tHBB_HORSE\tGLB5_PETMA\n")
@@ -389,16 +401,50 @@ def test_every_rule_log_says_what_the_job_did(small_runs):
     assert not empty, empty
 
 
-def test_syntenic_pairs_records_by_best_pairwise_hit(tmp_path):
+def test_syntenic_pairs_records_by_best_pairwise_hit_on_its_strand(tmp_path):
+    # A 6 kb window of lambda phage is the reference; 'ctg|3' is given reverse complemented,
+    # so its best hit is on the minus strand. Before, best_hit paired it on the plus strand
+    # and the syntenic alignment was one difference block.
+    from gpualign_plugin.cli.main import main
+    from gpualign_plugin.io.fasta import read_fasta
+    from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
+
     project = copy_project(tmp_path / "pairing")
-    config = small_config(project, analyses=("syntenic",), shards=2)
+    config = small_config(project, analyses=("syntenic",), shards=2,
+                          reference=lambda_window(20000, 26000), minus=("ctg|3",))
     snakemake(project, "--cores", "2", "--configfile", config)
     results = os.path.join(project, "results", "syntenic", "smallq")
     pairs = [line.rstrip("\n").split("\t") for line in open(os.path.join(results, "smallq.pairs.txt"))]
-    assert pairs == [[name, "chrT"] for name in ("read/1{a}", "ctg:2", "ctg|3", "ctg_4")]
+    assert pairs == [[name, "chrT", "-" if name == "ctg|3" else "+"]
+                     for name in ("read/1{a}", "ctg:2", "ctg|3", "ctg_4")]
     with open(os.path.join(results, "smallq.blocks.tsv")) as handle:
-        aligned = {tuple(line.split("\t")[:2]) for line in handle if not line.startswith("#")}
-    assert aligned == {(name, "chrT") for name, _ in pairs}
+        lines = handle.read().splitlines()
+    columns = [line for line in lines if line.startswith("#")][-1][1:].split("\t")
+    rows = [dict(zip(columns, line.split("\t"))) for line in lines if not line.startswith("#")]
+    assert {(r["query_id"], r["target_id"]) for r in rows} == {(name, "chrT") for name, *_ in pairs}
+    assert {r["query_id"]: r["strand"] for r in rows} == {name: strand for name, _, strand in pairs}
+    # ctg|3 aligned on the minus strand is its reverse complement aligned on the plus strand,
+    # reported on its forward strand: mostly matched, at high identity.
+    contig = {record.id: record.text for record in read_fasta(
+        os.path.join(project, "data", "query.fa"), ScoringScheme.dna())}["ctg|3"]
+    rc_path = tmp_path / "rc.fa"
+    rc_path.write_text(f">ctg|3\n{reverse_complement_text(contig)}\n")
+    explicit = str(tmp_path / "explicit")
+    assert main(["syntenic", "-q", str(rc_path), "-t", os.path.join(project, "data", "ref.fa"),
+                 "-o", explicit]) == 0
+    with open(f"{explicit}.blocks.tsv") as handle:
+        expected = [dict(zip(columns, line.rstrip("\n").split("\t"))) for line in handle
+                    if not line.startswith("#")]
+    m = len(contig)
+    minus_rows = [r for r in rows if r["query_id"] == "ctg|3"]
+    assert [{**r, "query_start": str(m - int(r["query_end"])),
+             "query_end": str(m - int(r["query_start"])), "strand": "+"} for r in minus_rows] == expected
+    matched = [r for r in minus_rows if r["type"] == "match"]
+    assert sum(int(r["query_len"]) for r in matched) >= 0.9 * m
+    assert all(float(r["identity_pct"]) >= 95 for r in matched)
+    with open(os.path.join(results, "smallq.paf")) as handle:
+        strands = {line.split("\t")[0]: line.split("\t")[4] for line in handle}
+    assert strands == {name: strand for name, _, strand in pairs}
     compared = os.path.join(project, "results", "compare", "smallq")
     summary = open(os.path.join(compared, "smallq.report")).read()
     assert re.search(r"^AlignedSeqs\s+1\(100.00%\)\s+4\(100.00%\)", summary, re.M), summary

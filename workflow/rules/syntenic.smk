@@ -1,6 +1,9 @@
 # Each query genome against the reference: syntenic alignment of record pairs (matching
 # regions and difference blocks). The genome comparison itself is rules/compare.smk.
-# Records are paired by name, or (syntenic.pairing: best_hit) by their primary pairwise hit.
+# Records are paired by name, or (syntenic.pairing: best_hit) by their primary pairwise hit:
+# syntenic_pairs writes 'QUERY TARGET STRAND' lines (the hit's strand), and the syntenic rule
+# passes that file to --pairs, so a query whose best hit is on the minus strand is aligned as
+# its reverse complement (reported with strand '-' in the block table, BED and PAF).
 # Each syntenic job asks for a GPU (unless `backend: cpu`) like the pairwise jobs.
 
 
