@@ -34,32 +34,24 @@ __device__ __forceinline__ int warp_max(int v) {
 #endif
 }
 
-// Polling uses relaxed loads and one acquire fence after the flag is seen: an acquire load in
-// the polling loop would invalidate the L1 cache at every poll.
-__device__ __forceinline__ int load_relaxed(const int* p) {
-    int v;
-    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-
-__device__ __forceinline__ void store_release(int* p, int v) {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-// The same at system scope, for mapped host memory that a kernel on another device writes or reads.
-__device__ __forceinline__ int load_relaxed_sys(const int* p) {
-    int v;
-    asm volatile("ld.relaxed.sys.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void fence_acquire_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
-
-__device__ __forceinline__ void store_release_sys(int* p, int v) {
-    asm volatile("st.release.sys.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
+// Relaxed loads, acquire fences and release stores at one memory scope: gpu for the flags between
+// the strips of a sweep, sys for mapped host memory shared with a sweep on another device. Polling
+// uses relaxed loads and one acquire fence after the flag is seen: an acquire load in the polling
+// loop would invalidate the L1 cache at every poll.
+#define SCOPED_SYNC(SCOPE)                                                                      \
+    __device__ __forceinline__ int load_relaxed_##SCOPE(const int* p) {                         \
+        int v;                                                                                  \
+        asm volatile("ld.relaxed." #SCOPE ".global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); \
+        return v;                                                                               \
+    }                                                                                           \
+    __device__ __forceinline__ void fence_acquire_##SCOPE() {                                   \
+        asm volatile("fence.acq_rel." #SCOPE ";" ::: "memory");                                 \
+    }                                                                                           \
+    __device__ __forceinline__ void store_release_##SCOPE(int* p, int v) {                      \
+        asm volatile("st.release." #SCOPE ".global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); \
+    }
+SCOPED_SYNC(gpu)
+SCOPED_SYNC(sys)
 
 // Loads the R int8 substitution scores of a lane's rows against one target letter (R bytes of the
 // query profile) as 32-bit words, with one vector load.
@@ -241,9 +233,9 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             }
         } else {
             if (lane == 0) {
-                while (load_relaxed(flag_in + c) != k - 1) {
+                while (load_relaxed_gpu(flag_in + c) != k - 1) {
                 }
-                fence_acquire();
+                fence_acquire_gpu();
             }
             __syncwarp();
             if (col <= width) {
@@ -267,7 +259,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         }
         __threadfence();
         __syncwarp();
-        if (lane == 0) store_release(flag_out + c, k);
+        if (lane == 0) store_release_gpu(flag_out + c, k);
     };
 
     // One step of the skewed wavefront: lane t computes column s - t + 1 for its R rows.
@@ -379,7 +371,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         for (int r = 0; r < R; ++r) border = max(border, HO[r]);
         border = warp_max(max(border + oe, batch_h));
         int seen = 0;
-        if (lane == 0) seen = load_relaxed(a.prune_best);
+        if (lane == 0) seen = load_relaxed_gpu(a.prune_best);
         seen = __shfl_sync(FULL_MASK, seen, 0);
         const long long reach = (long long)max(border, 0) +
                                 (long long)max(a.max_sub, 0) * min(a.height - k * S, width - s0 + 32 + cols_after);
