@@ -1,4 +1,4 @@
-"""Exact pairwise alignment (Gotoh affine gaps) of long sequences on one GPU.
+"""Exact pairwise alignment (Gotoh affine gaps) of long sequences on one GPU or several.
 
 Same functions, arguments and results as :mod:`gpualign_plugin.pairwise.cpu`
 (local, global, semiglobal; ``PairScore`` / ``PairAlignment``), and the same
@@ -7,7 +7,10 @@ docs/ALGORITHMS.md. docs/GPU.md describes the design and the measurements.
 
 Scoring (phase 1) is the striped sweep of ``pairwise/striped.cu``: a warp owns a strip
 of ``32 * R`` query rows and sweeps all target columns; strips hand their bottom
-row to the next strip through global memory, guarded by ready flags.
+row to the next strip through global memory, guarded by ready flags. In local mode a
+warp skips the blocks that cannot reach the best score found so far (block pruning,
+exact). With ``devices=`` the columns are split into one slab per device, each slab's
+last column streamed to the next through mapped host memory (:class:`_Slabs`).
 
 Traceback in bounded memory (phases 2 and 3). During phase 1 the sweep also saves
 ``(H, F)`` of every ``every``-th row and ``(H, E)`` of every ``every``-th column.
