@@ -1,6 +1,8 @@
 """The GPU engine's host-side arithmetic, on the CPU: the alignment's memory planner (plans fit
 their budget, a too-small budget names the smallest that works, and the memory formula adds up
-the arrays the engine allocates) and the end-cell rule over the score kernels' strips.
+the arrays the engine allocates), the end-cell rule over the score kernels' strips, and the
+column slabs of a pair split over devices (their bounds, and the host record of the kernel's
+``SlabLink`` field for field).
 
 No GPU is needed: :func:`gpualign_plugin.pairwise.gpu.plan_memory` is plain arithmetic
 (the multiprocessor count is an argument; 132 is an H200's, 114 an H100's), and
@@ -167,3 +169,31 @@ def test_local_end_cells_take_the_best_score_then_the_smallest_row_then_column_p
         score, i, j = min(own, key=lambda c: (-c[0], c[1], c[2]))
         assert (end.score, end.query_end, end.target_end) == ((score, i, j) if score > 0 else (0, 0, 0))
     assert len(ends) == len(strips) and any(end.score == 0 for end in ends)
+
+
+@pytest.mark.parametrize("n, slabs", [(4096, 1), (10**7, 2), (10**7 + 1, 3), (9000, 2), (100, 4)])
+def test_column_slabs_cover_every_column_once_as_equal_as_possible(n, slabs):
+    bounds = gpu.column_slabs(n, slabs)
+    assert bounds[0] == 0 and bounds[-1] == n and len(bounds) == slabs + 1
+    widths = np.diff(bounds)
+    assert widths.max() - widths.min() <= 1 and widths.sum() == n
+
+
+def test_only_slabs_of_min_slab_columns_are_made():
+    assert gpu.slab_devices(10**7, [0, 1]) == [0, 1]
+    assert gpu.slab_devices(2 * gpu.MIN_SLAB_COLUMNS - 1, [0, 1, 2]) == [0]
+    assert gpu.slab_devices(3 * gpu.MIN_SLAB_COLUMNS, [0, 1, 2, 3]) == [0, 1, 2]
+    assert gpu.slab_devices(10, [1, 0]) == [1]  # the first device named, however narrow
+
+
+def test_slab_link_record_matches_the_kernels_struct():
+    # struct SlabLink in striped.cu: five pointers, then int cols_after (48 bytes with padding).
+    from gpualign_plugin.runtime.kernels import _source
+
+    text = _source("pairwise/striped.cu")
+    body = text[text.index("struct SlabLink {"):text.index("};", text.index("struct SlabLink {"))]
+    fields = re.findall(r"^\s+(?:const )?(int\*?) (\w+);", body, flags=re.M)
+    assert [name for _, name in fields] == [f for f in gpu._LINK_FIELDS.names if f != "padding"]
+    assert [kind == "int*" for kind, _ in fields] == \
+        [gpu._LINK_FIELDS[f].itemsize == 8 for f in gpu._LINK_FIELDS.names if f != "padding"]
+    assert gpu._LINK_FIELDS.itemsize == 48
