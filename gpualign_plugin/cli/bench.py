@@ -25,7 +25,7 @@ import numpy as np
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.runtime.machine import cpu_description
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
 
 TASKS = ("score", "align", "batch", "syntenic", "align3", "fold", "search", "placement")
 
@@ -118,6 +118,28 @@ def related_pair(query_length: int, target_length: int, divergence: float, seed:
     query = np.concatenate(pieces)[:query_length] if pieces else query
     if len(query) < query_length:
         query = np.concatenate([query, rng.integers(0, 4, query_length - len(query), dtype=np.uint8)])
+    return query, target
+
+
+def rearranged_pair(length: int, divergence: float, seed: int, rearrangements: int = 3):
+    """:func:`related_pair` of two ``length``-base sequences whose query then undergoes
+    ``rearrangements`` block rearrangements, as between the chromosomes of related genomes:
+    alternately an inversion (a block replaced by its reverse complement) and a transposition
+    (a block cut out and put back elsewhere), each block 1-5% of ``length`` at a random place.
+    The query keeps its length. Returns ``(query, target)`` uint8 ACGT codes.
+    """
+    query, target = related_pair(length, length, divergence, seed)
+    rng = np.random.default_rng(seed + 1)
+    for k in range(rearrangements):
+        size = max(1, int(length * rng.uniform(0.01, 0.05)))
+        start = int(rng.integers(0, len(query) - size + 1))
+        block = query[start:start + size]
+        if k % 2 == 0:
+            query = np.concatenate([query[:start], reverse_complement_codes(block), query[start + size:]])
+        else:
+            rest = np.concatenate([query[:start], query[start + size:]])
+            at = int(rng.integers(0, len(rest) + 1))
+            query = np.concatenate([rest[:at], block, rest[at:]])
     return query, target
 
 

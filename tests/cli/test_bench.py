@@ -82,3 +82,23 @@ def test_cpu_threads_tile_the_score_row_and_the_row_says_so(capsys, monkeypatch)
     summaries = [line[line.index("score ", 5):].split(" cigar")[0] for line in rows]
     assert summaries[0] == summaries[1]
     assert main(["bench", "--backend", "cpu", "--tasks", "score", "--cpu-threads", "-1"]) == 2
+
+
+def test_rearranged_pair_has_an_inversion_and_a_transposition_of_the_related_pair():
+    # Without substitutions and indels the query is the target with its blocks rearranged: the
+    # CPU engine's best local alignment on the plus strand covers less than the whole, and the
+    # reverse complement of the query holds an exact copy of the inverted block.
+    import numpy as np
+
+    from gpualign_plugin.cli.bench import rearranged_pair, related_pair
+    from gpualign_plugin.pairwise import cpu
+    from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
+
+    query, target = rearranged_pair(20_000, 0.0, 5, rearrangements=2)
+    plain, same_target = related_pair(20_000, 20_000, 0.0, 5)
+    assert len(query) == 20_000 and np.array_equal(target, same_target) and np.array_equal(plain, target)
+    scheme = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
+    plus = cpu.score_pair(query, target, scheme, "local")
+    minus = cpu.score_pair(reverse_complement_codes(query), target, scheme, "local")
+    assert plus.score < 19_000  # the rearrangements break the whole-length alignment
+    assert 200 <= minus.score <= 1_000  # the inverted block: 1-5% of 20 kbp, copied exactly
