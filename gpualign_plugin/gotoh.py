@@ -503,8 +503,35 @@ def _score_tile(a, b, matrix, gap_open, gap_extend, floor, i0, i1, j0, j1, row_h
     return best, best_i, best_j
 
 
+@njit(cache=True, nogil=True)
+def _tile_reach(row_h, col_h, h_corner, i0, i1, j0, j1, m, n, max_sub):
+    """The most a local path through tile rows ``i0+1..i1`` x columns ``j0+1..j1`` can score:
+    the largest H on its border (row ``i0``, column ``j0``, their corner; E and F never exceed
+    the H of their cell), at least 0 (a path may start inside), plus ``max_sub`` for each of
+    the rows and columns left after ``(i0, j0)``."""
+    border = max(h_corner, 0)
+    for j in range(j0 + 1, j1 + 1):
+        border = max(border, row_h[j])
+    for i in range(i0 + 1, i1 + 1):
+        border = max(border, col_h[i])
+    return np.int64(border) + np.int64(max_sub) * min(m - i0, n - j0)
+
+
+@njit(cache=True, nogil=True)
+def _skip_tile(row_h, row_f, col_h, col_e, corner, ti, i0, i1, j0, j1):
+    """Leave a pruned tile's bottom row and right column at lower bounds (H = 0, E = F = -inf),
+    in place of :func:`_score_tile`; ``H(i0, j1)`` is saved exact for the tile to the right."""
+    corner[ti] = row_h[j1]
+    for j in range(j0 + 1, j1 + 1):
+        row_h[j] = 0
+        row_f[j] = NEG_INF
+    for i in range(i0 + 1, i1 + 1):
+        col_h[i] = 0
+        col_e[i] = NEG_INF
+
+
 @njit(cache=True, parallel=True)
-def tiled_score_kernel(a, b, matrix, gap_open, gap_extend, mode, tile_rows, tile_cols):
+def tiled_score_kernel(a, b, matrix, gap_open, gap_extend, mode, tile_rows, tile_cols, prune, pruned):
     """Score and end cell like :func:`score_kernel` (not transposed), over tiles in parallel.
 
     The matrix is cut into tiles of ``tile_rows`` x ``tile_cols`` cells; the
@@ -515,6 +542,12 @@ def tiled_score_kernel(a, b, matrix, gap_open, gap_extend, mode, tile_rows, tile
     overwritten by the tile to its left one wave earlier, so that tile saves it
     first. Memory is O(m + n); the end-cell rule is applied to per-tile bests
     reduced lexicographically (score, then smallest ``i``, then smallest ``j``).
+
+    Block pruning (local mode with ``prune``): before each wave the best score found so far
+    is taken, and a tile of the wave that cannot reach it (:func:`_tile_reach`) is skipped,
+    its outputs left at lower bounds (:func:`_skip_tile`). Cells on optimal paths keep their
+    exact values, so the result is unchanged (the argument of docs/GPU.md, "Block pruning");
+    ``pruned[0]`` gets the cells skipped.
 
     Returns
     -------
@@ -542,22 +575,32 @@ def tiled_score_kernel(a, b, matrix, gap_open, gap_extend, mode, tile_rows, tile
     best = np.full(tiles_down, NEG_INF, np.int64)
     best_i = np.zeros(tiles_down, np.int64)
     best_j = np.zeros(tiles_down, np.int64)
+    skipped = np.zeros(tiles_down, np.int64)
+    pruning = prune and mode == LOCAL and tiles_down > 0
+    max_sub = max(0, matrix.max())
     for wave in range(tiles_down + tiles_across - 1):
         first = max(0, wave - tiles_across + 1)
         last = min(tiles_down - 1, wave)
+        seen = best.max() if pruning else np.int64(NEG_INF)
         for k in prange(last - first + 1):
             ti = first + k
             tj = wave - ti
             i0 = ti * tile_rows
             j0 = tj * tile_cols
-            s, si, sj = _score_tile(a, b, matrix, gap_open, gap_extend, floor, i0,
-                                    min(i0 + tile_rows, m), j0, min(j0 + tile_cols, n), row_h,
-                                    row_f, col_h, col_e, corner, ti)
-            if s > best[ti] or (s == best[ti] and (si < best_i[ti] or
-                                                   (si == best_i[ti] and sj < best_j[ti]))):
-                best[ti] = s
-                best_i[ti] = si
-                best_j[ti] = sj
+            i1 = min(i0 + tile_rows, m)
+            j1 = min(j0 + tile_cols, n)
+            if pruning and _tile_reach(row_h, col_h, corner[ti], i0, i1, j0, j1, m, n, max_sub) < seen:
+                _skip_tile(row_h, row_f, col_h, col_e, corner, ti, i0, i1, j0, j1)
+                skipped[ti] += (i1 - i0) * (j1 - j0)
+            else:
+                s, si, sj = _score_tile(a, b, matrix, gap_open, gap_extend, floor, i0, i1, j0, j1,
+                                        row_h, row_f, col_h, col_e, corner, ti)
+                if s > best[ti] or (s == best[ti] and (si < best_i[ti] or
+                                                       (si == best_i[ti] and sj < best_j[ti]))):
+                    best[ti] = s
+                    best_i[ti] = si
+                    best_j[ti] = sj
+    pruned[0] = skipped.sum()
     # Tile rows ascend in i, so a strict > keeps the smallest (i, j) among equal maxima.
     score = 0
     end_i = 0

@@ -173,25 +173,30 @@ def _end_cell(q, t, matrix, scheme, mode_code, threads: int, progress=None) -> P
     tiles = tile_shape(len(q), len(t), threads)
     if tiles is None:
         return _score(q, t, matrix, scheme, mode_code, progress)
-    end = _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads)
+    end = _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads, True)
     if progress is not None:
         progress(len(q) * len(t))
     return end
 
 
-def _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols, threads) -> PairScore:
+def _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols, threads, prune,
+                 profile: dict | None = None) -> PairScore:
     previous = numba.get_num_threads()
     numba.set_num_threads(threads)
+    pruned = np.zeros(1, dtype=np.int64)
     try:
         result = kernels.tiled_score_kernel(q, t, matrix, scheme.gap_open, scheme.gap_extend,
-                                            mode_code, tile_rows, tile_cols)
+                                            mode_code, tile_rows, tile_cols, prune, pruned)
     finally:
         numba.set_num_threads(previous)
+    if profile is not None:
+        profile["pruned_cells"] = int(pruned[0])
     return PairScore(*(int(x) for x in result))
 
 
 def score_pair_tiled(query_codes, target_codes, scheme: ScoringScheme, mode: str,
-                     tile_rows: int, tile_cols: int, threads: int | None = None) -> PairScore:
+                     tile_rows: int, tile_cols: int, threads: int | None = None, prune: bool = True,
+                     profile: dict | None = None) -> PairScore:
     """:func:`score_pair` by the tiled wavefront kernel with the tile shape given.
 
     The matrix is cut into tiles of ``tile_rows`` query residues x ``tile_cols``
@@ -212,6 +217,11 @@ def score_pair_tiled(query_codes, target_codes, scheme: ScoringScheme, mode: str
         Tile height and width in cells (at least 1).
     threads : int, optional
         CPU threads; default ``numba.get_num_threads()``.
+    prune : bool
+        Local mode: skip the tiles that cannot reach the best score found so far (block
+        pruning; exact, the result is the same); False computes every cell.
+    profile : dict, optional
+        Gets ``pruned_cells``, the cells of the skipped tiles.
 
     Returns
     -------
@@ -221,7 +231,7 @@ def score_pair_tiled(query_codes, target_codes, scheme: ScoringScheme, mode: str
         raise ValueError(f"tiles must be at least 1x1, got {tile_rows}x{tile_cols}")
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
     return _score_tiled(q, t, matrix, scheme, mode_code, tile_rows, tile_cols,
-                        thread_count(threads))
+                        thread_count(threads), prune, profile)
 
 
 WARPS_PER_THREAD = 4

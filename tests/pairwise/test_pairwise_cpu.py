@@ -413,6 +413,39 @@ def test_tiled_score_on_tie_heavy_repeats_and_edge_shapes(mode):
                 expected, (q_text, t_text, tile_rows, tile_cols)
 
 
+@pytest.mark.parametrize("scheme_index", [0, 2, 4, 6])
+def test_tiled_block_pruning_skips_tiles_and_keeps_the_end_cell(scheme_index):
+    # The query copies the target's first 600 residues and goes on unrelated for 100: once the
+    # copy's tiles are scored, a tile below it can gain at most one best substitution per
+    # remaining row, too little, so the waves after it must skip such tiles.
+    scheme = SCHEMES[scheme_index]
+    rng = np.random.default_rng(1200 + scheme_index)
+    letters = 4 if scheme.is_dna else 20
+    target = rng.integers(0, letters, 3000, dtype=np.uint8)
+    query = np.concatenate([target[:600], rng.integers(0, letters, 100, dtype=np.uint8)])
+    profile: dict = {}
+    got = score_pair_tiled(query, target, scheme, "local", 64, 64, threads=2, profile=profile)
+    assert profile["pruned_cells"] > (0.2 if scheme.is_dna else 0.05) * len(query) * len(target)
+    assert got == score_pair_tiled(query, target, scheme, "local", 64, 64, threads=2, prune=False) == \
+        score_pair(query, target, scheme, "local", threads=1)
+
+
+def test_tiled_block_pruning_with_ties_and_mutated_copies_equals_the_row_kernel():
+    rng = np.random.default_rng(1300)
+    for case in range(200):
+        scheme = SCHEMES[case % len(SCHEMES)]
+        target = scheme.alphabet.encode(random_text(rng, scheme, int(rng.integers(50, 400)),
+                                                    tie_heavy=case % 2 == 0))
+        start = int(rng.integers(0, len(target) // 2))
+        piece = scheme.alphabet.decode(target[start:start + int(rng.integers(10, 200))])
+        query = scheme.alphabet.encode(random_text(rng, scheme, int(rng.integers(0, 20))) +
+                                       related_text(rng, scheme, piece, 0.05 * (case % 3)) +
+                                       random_text(rng, scheme, int(rng.integers(0, 40))))
+        tiles = int(rng.choice(TILE_SIZES)), int(rng.choice(TILE_SIZES))
+        assert score_pair_tiled(query, target, scheme, "local", *tiles, threads=2) == \
+            score_pair(query, target, scheme, "local", threads=1), (case, tiles)
+
+
 def test_long_pairs_take_the_tiled_path_with_the_same_result(monkeypatch):
     # Two threads are too few for the tiled kernel to beat the striped one; let them tile.
     assert pairwise.tile_shape(8200, 8200, 2) is None
@@ -420,7 +453,7 @@ def test_long_pairs_take_the_tiled_path_with_the_same_result(monkeypatch):
     calls = []
     tiled = pairwise._score_tiled
     monkeypatch.setattr(pairwise, "_score_tiled",
-                        lambda *args: calls.append(args[5:]) or tiled(*args))
+                        lambda *args: calls.append(args[5:8]) or tiled(*args))
     rng = np.random.default_rng(990)
     scheme = ScoringScheme.dna()
     target = rng.integers(0, 4, 8200, dtype=np.uint8)
