@@ -381,7 +381,6 @@ class _Slabs:
             with cupy.cuda.Device(device):
                 self.sweeps.append(_Sweep(query, target, scheme, mode, device, compute_capability))
         self.multiprocessors = min(s.multiprocessors for s in self.sweeps)
-        self.link = None
 
     @property
     def pruned_cells(self) -> int:
@@ -410,7 +409,7 @@ class _Slabs:
         strip = 32 * rows
         strips = -(-self.m // strip)
         slabs = len(self.sweeps)
-        self.link = link = _SlabLink(self.bounds, strips * strip, strips) if slabs > 1 else None
+        link = _SlabLink(self.bounds, strips * strip, strips) if slabs > 1 else None
         outs: list = [None] * slabs
         errors: list = []
 
