@@ -76,7 +76,7 @@ def encode_rna(text: str, path: str | None = None, record: str | None = None) ->
     if bad.size:
         position = int(bad[0])
         raise InputError(f"character {text[position]!r} is not an RNA base (A, C, G, U, T or an "
-                         f"IUPAC ambiguity code)",
+                         "IUPAC ambiguity code)",
                          path=path, record=record, position=position + 1)
     if not codes.size:
         raise InputError("empty RNA sequence", path=path, record=record)
