@@ -78,7 +78,23 @@ def register(subparsers) -> None:
                         help="GPU memory one alignment may take, e.g. 12G or 512M; checkpoints are planned "
                              "to fit, and a budget too small stops with the smallest that works "
                              "[80%% of the free GPU memory]")
+    parser.add_argument("--devices", type=device_list, metavar="N,N,...",
+                        help="GPU: split each long pair's matrix by columns over these CUDA devices, which "
+                             "run at once (e.g. 0,1): every pair in global and semiglobal modes, and in local "
+                             "mode one query on one target (a chromosome pair); the first device runs "
+                             "everything else. Same results as one device [--device alone]")
     parser.set_defaults(run=run)
+
+
+def device_list(text: str) -> list[int]:
+    """The ``--devices`` value: comma-separated distinct CUDA device ordinals (``'0,1'``)."""
+    try:
+        devices = [int(x) for x in text.split(",")]
+    except ValueError:
+        devices = []
+    if not devices or min(devices) < 0 or len(set(devices)) != len(devices):
+        raise argparse.ArgumentTypeError(f"expected distinct device numbers separated by commas, got {text!r}")
+    return devices
 
 
 def parse_evalue(text: str) -> float:
@@ -141,9 +157,15 @@ def run(args: argparse.Namespace) -> int:
     strands = args.strand or ("both" if scheme.is_dna else "plus")
     pairs = read_distinct_pairs(args.pairs, queries, targets) if args.pairs else None
     min_score = args.min_score if args.min_score is not None else (1 if args.mode == "local" else None)
-    engine = resolve_backend(args.backend, args.device)
+    devices = args.devices or [args.device]
+    engine = resolve_backend(args.backend, devices[0])
+    if engine == "gpu":
+        _check_devices(devices[1:])
+    args.device = devices[0]
     threads = apply_threads(args.threads)
-    stats = RunStats("pairwise", engine=engine, device=describe_device(engine, args.device), threads=threads)
+    described = devices if engine == "gpu" else devices[:1]
+    stats = RunStats("pairwise", engine=engine, device=" + ".join(describe_device(engine, d) for d in described),
+                     threads=threads)
     n_strands = 2 if strands == "both" else 1
     if pairs is None:
         listed = [(q, t) for q in queries for t in targets]
@@ -164,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
             # Both engines report cells inside each pair (score pass, traceback passes).
             alignments = align_records(queries, targets, scheme, args.mode, strands, min_score, engine,
                                        args.device, pairs, threads, on_cells=progress.advance,
-                                       gpu_memory=args.gpu_memory, gpu_profile=gpu_profile)
+                                       gpu_memory=args.gpu_memory, gpu_profile=gpu_profile,
+                                       devices=args.devices)
             if not args.secondary:
                 alignments = [a for a in alignments if a.is_primary]
             # A query with nothing above --min-score is an unmapped record, as in local mode.
@@ -182,6 +205,17 @@ def run(args: argparse.Namespace) -> int:
                    **({"gpu_phases": gpu_profile} if gpu_profile is not None else {})}
     stats.write(args.stats)
     return 0
+
+
+def _check_devices(devices: list[int]) -> None:
+    """:class:`BackendUnavailable` naming the first of ``devices`` that is not a usable GPU."""
+    from gpualign_plugin.errors import BackendUnavailable
+    from gpualign_plugin.runtime.gpu import probe
+
+    for device in devices:
+        status = probe(device)
+        if not status.usable:
+            raise BackendUnavailable(f"--devices: device {device}: {status.reason}")
 
 
 def _bar_total(listed, n_strands: int, mode: str, engine: str, answer_cells: int, scheme, device: int,
@@ -226,7 +260,7 @@ def _place(queries, targets, pairs, scheme, engine, evalue, strands, threads, ar
 
     options = dict(backend=engine, evalue=evalue, strands=strands, threads=threads, device=args.device,
                    zdrop_bits=args.zdrop, min_score=min_score, on_cells=count, gpu_memory=args.gpu_memory,
-                   gpu_profile=gpu_profile, on_progress=advance)
+                   gpu_profile=gpu_profile, on_progress=advance, devices=args.devices)
     if pairs is None:
         alignments = place_local(queries, targets, scheme, **options)
         asked = queries

@@ -29,7 +29,7 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
                   mode: str = "local", strands: str = "both", min_score: int | None = None,
                   backend: str = "cpu", device: int = 0, pairs: list[tuple[str, str]] | None = None,
                   threads: int = 1, gpu_memory: int | None = None, gpu_profile: dict | None = None,
-                  on_cells: Callable[[int], None] | None = None) -> list[Alignment]:
+                  on_cells: Callable[[int], None] | None = None, devices: list[int] | None = None) -> list[Alignment]:
     """Align queries to targets and place the results.
 
     Parameters
@@ -59,6 +59,9 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         inside each pair (the ``progress`` of :func:`gpualign_plugin.pairwise.cpu.align_pair`
         or :func:`gpualign_plugin.pairwise.gpu.align_pair`), so a progress bar moves
         during a long pair.
+    devices : list of int, optional
+        GPU backend: split each pair by columns over these devices (instead of ``device``;
+        see :func:`gpualign_plugin.pairwise.gpu.align_pair`).
 
     Returns
     -------
@@ -81,7 +84,7 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
         profile = {} if gpu_profile is not None and backend == "gpu" else None
         result = align_sequences(query, target, scheme, mode, strand=strand, backend=backend,
                                  device=device, gpu_memory=gpu_memory, gpu_profile=profile,
-                                 on_cells=on_cells)
+                                 on_cells=on_cells, devices=devices)
         if profile:
             from gpualign_plugin.pairwise import gpu
 
@@ -101,8 +104,8 @@ def align_records(queries: list[Sequence], targets: list[Sequence], scheme: Scor
 
 def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mode: str,
                     strand: str = "+", backend: str = "cpu", device: int = 0, gpu_memory: int | None = None,
-                    gpu_profile: dict | None = None,
-                    on_cells: Callable[[int], None] | None = None) -> Alignment | None:
+                    gpu_profile: dict | None = None, on_cells: Callable[[int], None] | None = None,
+                    devices: list[int] | None = None) -> Alignment | None:
     """Align two records on one strand and return a :class:`~gpualign_plugin.model.Alignment`.
 
     Parameters
@@ -132,6 +135,8 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
         The ``progress`` callback of the backend's ``align_pair``
         (:func:`gpualign_plugin.pairwise.cpu.align_pair`,
         :func:`gpualign_plugin.pairwise.gpu.align_pair`).
+    devices : list of int, optional
+        GPU backend: split the pair by columns over these devices (instead of ``device``).
 
     Returns
     -------
@@ -148,7 +153,8 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
         from gpualign_plugin.pairwise import gpu as gpu_pairwise
 
         result = gpu_pairwise.align_pair(codes, target.codes, scheme, mode, device=device,
-                                         memory_budget=gpu_memory, profile=gpu_profile, progress=on_cells)
+                                         memory_budget=gpu_memory, profile=gpu_profile, progress=on_cells,
+                                         devices=devices)
     elif backend == "cpu":
         result = cpu.align_pair(codes, target.codes, scheme, mode, progress=on_cells)
     else:

@@ -299,18 +299,20 @@ class _Sweep:
 
 
 _LINK_FIELDS = np.dtype([("ready_in", "u8"), ("ready_out", "u8"), ("edge_h", "u8"), ("edge_e", "u8"),
-                         ("abort", "u8"), ("cols_after", "i4"), ("padding", "i4")])
-"""``struct SlabLink`` of striped.cu, field for field (48 bytes)."""
+                         ("best_in", "u8"), ("best_out", "u8"), ("abort", "u8"), ("cols_after", "i4"),
+                         ("padding", "i4")])
+"""``struct SlabLink`` of striped.cu, field for field (64 bytes)."""
 
 
 class _SlabLink:
     """Page-locked host memory joining the column slabs of one matrix split over devices.
 
     Slab ``d`` (columns ``bounds[d]+1 .. bounds[d+1]``, every row) streams its last column
-    (H and E of rows ``1 .. padded``) to slab ``d + 1`` strip by strip, each strip's rows
-    followed by its ready flag; the slab on the right starts a strip once the flags of that
-    strip and the one above are set. The memory is mapped (unified addressing), so kernels on
-    every device use the host addresses; 8 bytes a row per boundary in all.
+    (H and E of rows ``1 .. padded``) to slab ``d + 1`` strip by strip, each strip's rows and
+    the best score slab ``d`` knew then (block pruning) followed by its ready flag; the slab on
+    the right starts a strip once the flags of that strip and the one above are set. The memory
+    is mapped (unified addressing), so kernels on every device use the host addresses; 8 bytes
+    a row and 8 a strip per boundary in all.
     """
 
     def __init__(self, bounds: list, padded: int, strips: int):
@@ -324,6 +326,7 @@ class _SlabLink:
 
         self.edges = [(zeros(padded), zeros(padded)) for _ in range(slabs - 1)]
         self.ready = [zeros(strips) for _ in range(slabs - 1)]
+        self.bests = [zeros(strips) for _ in range(slabs - 1)]
         self.abort = zeros(1)
 
     def slab_args(self, d: int):
@@ -333,8 +336,10 @@ class _SlabLink:
         struct = np.zeros(1, dtype=_LINK_FIELDS)
         if d > 0:
             struct["ready_in"] = self.ready[d - 1].ctypes.data
+            struct["best_in"] = self.bests[d - 1].ctypes.data
         if d + 1 < len(self.bounds) - 1:
             struct["ready_out"] = self.ready[d].ctypes.data
+            struct["best_out"] = self.bests[d].ctypes.data
             struct["edge_h"], struct["edge_e"] = (x.ctypes.data for x in self.edges[d])
         struct["abort"] = self.abort.ctypes.data
         struct["cols_after"] = self.n - self.bounds[d + 1]
@@ -346,14 +351,40 @@ class _SlabLink:
         self.abort[0] = 1
 
 
-def column_slabs(n: int, slabs: int) -> list:
-    """Column bounds of ``slabs`` slabs of ``n`` columns as equal as possible (``bounds[0] = 0``)."""
-    return [n * d // slabs for d in range(slabs + 1)]
-
-
 MIN_SLAB_COLUMNS = 4096
 """A matrix is split over devices only into slabs at least this wide (narrower ones would spend
 more on starting a device than they save)."""
+
+SLAB_SPLIT_RATE = 0.9
+"""Score per row, in units of the largest substitution score, of the pair that
+:func:`column_slabs` models when block pruning runs (0.9: about 98% identity at match 1,
+mismatch -3). 0 splits into equal widths."""
+
+
+def column_slabs(m: int, n: int, slabs: int, pruning: bool = False) -> list:
+    """Column bounds (``bounds[0] = 0``, ``bounds[-1] = n``) of ``slabs`` slabs of an ``m x n`` matrix.
+
+    Without pruning the slabs are as equal as possible. With block pruning (local score
+    passes) each slab gets an equal share of the cells expected to survive it, modelled on a
+    pair aligned from the top left at :data:`SLAB_SPLIT_RATE` (``c``) per row: when the strips
+    down to row ``i`` have found about ``c i``, a cell ``(i, j)`` survives only while both
+    ``m - i`` and ``n - j`` are at least ``c i``, so column ``j`` keeps about
+    ``min(m / (1 + c), (n - j) / c)`` rows and the left slabs get fewer columns (measured on
+    10 Mbp pairs in docs/GPU.md, where a model that also charged each slab for waiting on the
+    first strip of the slabs on its left did worse). The split only moves work between
+    devices: the result is the same for any bounds. Equal widths where the model would make a
+    slab narrower than :data:`MIN_SLAB_COLUMNS`.
+    """
+    equal = [n * d // slabs for d in range(slabs + 1)]
+    rate = SLAB_SPLIT_RATE
+    if not pruning or rate <= 0 or slabs == 1:
+        return equal
+    j = np.linspace(0.0, n, 4097)
+    rows = np.minimum(m / (1 + rate), (n - j) / rate)
+    work = np.concatenate([[0.0], np.cumsum((rows[1:] + rows[:-1]) / 2)])
+    inner = np.interp(work[-1] * np.arange(1, slabs) / slabs, work, j).round().astype(int)
+    bounds = [0, *(int(b) for b in inner), n]
+    return bounds if min(np.diff(bounds)) >= MIN_SLAB_COLUMNS else equal
 
 
 def slab_devices(n: int, devices) -> list:
@@ -362,20 +393,29 @@ def slab_devices(n: int, devices) -> list:
     return list(devices)[:max(1, min(len(devices), n // MIN_SLAB_COLUMNS))]
 
 
+def slab_layout(m: int, n: int, devices, mode: str, prune: bool) -> tuple[list, list]:
+    """The devices (:func:`slab_devices`) and column bounds (:func:`column_slabs`) of an ``m x n``
+    matrix on ``devices``; block pruning runs in local mode when ``prune`` is true."""
+    devices = slab_devices(n, devices)
+    return devices, column_slabs(m, n, len(devices), prune and mode == "local")
+
+
 class _Slabs:
     """One matrix on one or more devices: ``devices[d]`` sweeps the column slab ``d``
     (:func:`column_slabs`; one slab per device, fewer when the slabs would be narrower than
     :data:`MIN_SLAB_COLUMNS`). With several slabs the devices run at once, slab ``d + 1`` one
     strip behind slab ``d`` (:class:`_SlabLink`); a device named twice runs its slabs one after
-    the other. The results are those of one sweep over the whole matrix."""
+    the other. The results are those of one sweep over the whole matrix; ``slab_seconds`` holds
+    each slab's sweep time of the last :meth:`score_pass`."""
 
-    def __init__(self, query, target, scheme: ScoringScheme, mode: str, devices, compute_capability=None):
+    def __init__(self, query, target, scheme: ScoringScheme, mode: str, devices, prune: bool,
+                 compute_capability=None):
         import cupy
 
         self.cupy = cupy
-        self.devices = slab_devices(len(target), devices)
-        self.bounds = column_slabs(len(target), len(self.devices))
         self.m, self.n, self.mode = len(query), len(target), mode
+        self.devices, self.bounds = slab_layout(self.m, self.n, devices, mode, prune)
+        self.slab_seconds = [0.0] * len(self.devices)
         self.sweeps = []
         for device in self.devices:
             with cupy.cuda.Device(device):
@@ -386,6 +426,15 @@ class _Slabs:
     def pruned_cells(self) -> int:
         """Cells skipped by block pruning in all slabs' sweeps."""
         return sum(s.pruned_cells for s in self.sweeps)
+
+    def profile(self) -> dict:
+        """``pruned_cells`` and ``slabs``; with several slabs also their ``slab_bounds`` (columns),
+        ``slab_pruned_cells`` and ``slab_seconds`` (each slab's sweep, waits included)."""
+        profile = {"pruned_cells": self.pruned_cells, "slabs": len(self.sweeps)}
+        if len(self.sweeps) > 1:
+            profile.update(slab_bounds=self.bounds, slab_pruned_cells=[s.pruned_cells for s in self.sweeps],
+                           slab_seconds=[round(x, 3) for x in self.slab_seconds])
+        return profile
 
     def top_regions(self) -> list:
         """Per slab a :class:`_Region` of all rows with its row 0 and, for the first, column 0
@@ -415,6 +464,7 @@ class _Slabs:
 
         def sweep_slab(d: int) -> None:
             sweep, region = self.sweeps[d], regions[d]
+            started = time.perf_counter()
             try:
                 with cp.cuda.Device(sweep.device):
                     outs[d] = sweep.run(0, region.c0, self.m, region.width, region.top_h, region.top_f,
@@ -426,6 +476,7 @@ class _Slabs:
                 if link is not None:
                     link.fail()
                 errors.append(exc)
+            self.slab_seconds[d] = time.perf_counter() - started
 
         if len(set(self.devices)) == slabs and slabs > 1:
             threads = [threading.Thread(target=sweep_slab, args=(d,), name=f"gpualign-slab-{d}")
@@ -546,11 +597,11 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
     for d in set(devices or [device]):
         with cupy.cuda.Device(d):
             kernels.check_memory(2 * (m + n) + 24 * n + 16 * m + 4096, f"scoring {m} x {n}")
-    slabs = _Slabs(query, target, scheme, mode, devices or [device], compute_capability)
+    slabs = _Slabs(query, target, scheme, mode, devices or [device], prune, compute_capability)
     rows = rows or _rows_per_lane(m, slabs.multiprocessors)
     end = slabs.score_pass(rows, slabs.top_regions(), prune, progress)
     if profile is not None:
-        profile.update(pruned_cells=slabs.pruned_cells, slabs=len(slabs.sweeps))
+        profile.update(slabs.profile())
     return end
 
 
@@ -1036,13 +1087,14 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         far (exact, docs/GPU.md "Block pruning"; ``profile["pruned_cells"]`` counts them).
         False computes every cell (for checks and timings).
     devices : list of int, optional
-        Split the matrix by columns over these devices (one slab each, in order; instead of
-        ``device``): they run at once, each slab's left column streamed from the slab before
-        it, and each device keeps its slab's checkpoints within ``memory_budget`` (the
-        plan is made for the widest slab). Same alignment as one device. A device named
-        twice runs its slabs one after the other (tests on one GPU). ``profile["slabs"]``
-        counts the slabs used (fewer than the devices when slabs would be narrower than
-        :data:`MIN_SLAB_COLUMNS`).
+        Split the matrix by columns over these devices (one slab each, in order, widths from
+        :func:`column_slabs`; instead of ``device``): they run at once, each slab's left column
+        streamed from the slab before it, and each device keeps its slab's checkpoints within
+        ``memory_budget`` (the plan is made for the widest slab). Same alignment as one device.
+        A device named twice runs its slabs one after the other (tests on one GPU).
+        ``profile["slabs"]`` counts the slabs used (fewer than the devices when slabs would be
+        narrower than :data:`MIN_SLAB_COLUMNS`); with several, ``profile`` also gets each slab's
+        bounds, pruned cells and sweep seconds (:meth:`_Slabs.profile`).
 
     Returns
     -------
@@ -1067,10 +1119,7 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     if intervals is not None and any(e % 64 or e <= 0 for e in intervals):
         raise InputError(f"checkpoint intervals {intervals} must be positive multiples of 64")
     started = time.perf_counter()
-    devices = slab_devices(n, devices or [device])
-    bounds = column_slabs(n, len(devices))
-    width = max(b - a for a, b in zip(bounds, bounds[1:]))
-    sharing = max(devices.count(d) for d in devices)  # slabs on one device share its budget
+    devices = devices or [device]
     pool = cupy.get_default_memory_pool()
     budgets, limits = {}, {}
     for d in set(devices):
@@ -1078,12 +1127,10 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
             budgets[d] = (memory_budget if memory_budget is not None
                           else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION))
     budget = min(budgets.values())
-    plan = plan_memory(m, width, budget // sharing, min(probe(d).multiprocessors for d in devices),
-                       mode == "local", scheme.alphabet.size, intervals)
+    plan = _slab_plan(m, n, devices, mode, prune, budget, scheme.alphabet.size, f"aligning {m} x {n}", intervals)
     try:
         for d in set(devices):
             with cupy.cuda.Device(d):
-                kernels.check_memory(sharing * plan.bytes, f"aligning {m} x {n}")
                 if limit_pool:
                     limits[d] = pool.get_limit()
                     pool.set_limit(size=pool.used_bytes() + budgets[d])
@@ -1096,6 +1143,23 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         for d, limit in limits.items():
             with cupy.cuda.Device(d):
                 pool.set_limit(size=limit)
+
+
+def _slab_plan(m: int, n: int, devices, mode: str, prune: bool, budget: int, alpha: int, what: str,
+               intervals: tuple | None = None) -> MemoryPlan:
+    """The plan of an ``m x n`` alignment on ``devices`` (:func:`slab_layout`): made for the widest
+    slab within ``budget`` bytes on each device, shared by the slabs one device runs, and checked
+    against each device's free memory (:class:`GpuMemoryError` naming ``what`` otherwise)."""
+    import cupy
+
+    devices, bounds = slab_layout(m, n, devices, mode, prune)
+    sharing = max(devices.count(d) for d in devices)
+    plan = plan_memory(m, int(np.diff(bounds).max()), budget // sharing,
+                       min(probe(d).multiprocessors for d in devices), mode == "local", alpha, intervals)
+    for d in set(devices):
+        with cupy.cuda.Device(d):
+            kernels.check_memory(sharing * plan.bytes, what)
+    return plan
 
 
 def traceback_cells(m: int, n: int, plan: MemoryPlan) -> int:
@@ -1142,13 +1206,15 @@ def add_profile(total: dict, profile: dict) -> None:
     """Add one alignment's ``profile`` (from :func:`align_pair`) into ``total``, a run's sums.
 
     Seconds (``*_s``) and the counts of :data:`PROFILE_SUMS` are summed, ``pairs``
-    counts the alignments, ``peak_planned_bytes`` keeps the largest plan.
+    counts the alignments, ``peak_planned_bytes`` keeps the largest plan and ``slabs`` the most
+    slabs one matrix was split into.
     """
     for key, value in profile.items():
         if key.endswith("_s") or key in PROFILE_SUMS:
             total[key] = total.get(key, 0) + value
     total["pairs"] = total.get("pairs", 0) + 1
     total["peak_planned_bytes"] = max(total.get("peak_planned_bytes", 0), profile.get("planned_bytes", 0))
+    total["slabs"] = max(total.get("slabs", 1), profile.get("slabs", 1))
 
 
 @dataclass
@@ -1380,7 +1446,7 @@ class _Pass:
 
         warm_walk()
         self.plan = plan
-        self.slabs = slabs = _Slabs(query, target, scheme, mode, devices)
+        self.slabs = slabs = _Slabs(query, target, scheme, mode, devices, prune)
         self.timing = {"region_sweeps": 0, "region_s": 0.0, "region_cells": 0, "windows": 0,
                        "chunks_solved": 0, "chunk_cells": 0, "chunks_traced": 0, "solve_s": 0.0,
                        "copy_s": 0.0, "trace_s": 0.0}
@@ -1424,10 +1490,9 @@ class _Pass:
                                    cigar_from_ops(ops[:pos]))
         if profile is not None:
             plan = self.plan
-            profile.update(self.timing, score_pass_s=self.score_pass_s, pruned_cells=self.slabs.pruned_cells,
+            profile.update(self.timing, **self.slabs.profile(), score_pass_s=self.score_pass_s,
                            traceback_s=time.perf_counter() - started, intervals=list(plan.intervals),
-                           window=plan.window, rows_per_lane=list(plan.rows_per_lane), planned_bytes=plan.bytes,
-                           slabs=len(self.slabs.sweeps))
+                           window=plan.window, rows_per_lane=list(plan.rows_per_lane), planned_bytes=plan.bytes)
         return result
 
 
@@ -1452,33 +1517,45 @@ class LongPairSession:
     :func:`align_pair`.
 
     Use as a context manager (:func:`long_pair_session`); the session is on one
-    device, one scheme and one mode. ``profile`` (a dict) gets the phase seconds
+    device (or splits each pair over ``devices`` as :func:`align_pair` does, the budget
+    per device), one scheme and one mode. ``profile`` (a dict) gets the phase seconds
     summed (:func:`add_profile`), with ``score_passes`` counting the score passes and
     ``kept_hits`` the alignments that reused one. ``progress`` gets DP cells as they are
     computed, as in :func:`align_pair`.
     """
 
     def __init__(self, scheme: ScoringScheme, mode: str, device: int = 0, memory_budget: int | None = None,
-                 keep: int = 2, profile: dict | None = None, progress=None):
-        self.scheme, self.mode, self.device, self.keep, self.profile = scheme, mode, device, max(1, keep), profile
+                 keep: int = 2, profile: dict | None = None, progress=None, devices=None):
+        self.scheme, self.mode, self.keep, self.profile = scheme, mode, max(1, keep), profile
+        self.devices = list(devices or [device])
         self.progress = progress
         self.memory_budget = memory_budget
         self.kept: dict = {}
+        self.old_limits: dict = {}
 
     def __enter__(self) -> "LongPairSession":
         import cupy
 
-        with cupy.cuda.Device(self.device):
-            if self.memory_budget is None:
-                self.memory_budget = int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION)
-            self.pool = cupy.get_default_memory_pool()
-            self.old_limit = self.pool.get_limit()
-            self.pool.set_limit(size=self.pool.used_bytes() + self.memory_budget)
+        pool = cupy.get_default_memory_pool()  # one pool per device, the current one's
+        if self.memory_budget is None:
+            free = []
+            for d in set(self.devices):
+                with cupy.cuda.Device(d):
+                    free.append(kernels.free_bytes())
+            self.memory_budget = int(min(free) * DEFAULT_MEMORY_FRACTION)
+        for d in set(self.devices):
+            with cupy.cuda.Device(d):
+                self.old_limits[d] = pool.get_limit()
+                pool.set_limit(size=pool.used_bytes() + self.memory_budget)
         return self
 
     def __exit__(self, *exc) -> None:
+        import cupy
+
         self.kept.clear()
-        self.pool.set_limit(size=self.old_limit)
+        for d, limit in self.old_limits.items():
+            with cupy.cuda.Device(d):
+                cupy.get_default_memory_pool().set_limit(size=limit)
 
     def score(self, key, query_codes, target_codes) -> PairScore:
         """:func:`score_pair` of the pair, keeping its checkpoints under ``key`` (any hashable)."""
@@ -1488,25 +1565,22 @@ class LongPairSession:
         m, n = len(query), len(target)
         if m == 0 or n == 0:
             return cpu.score_pair(query, target, self.scheme, self.mode)
-        with cupy.cuda.Device(self.device):
-            started = time.perf_counter()
-            self.kept.pop(key, None)
-            while len(self.kept) >= self.keep:
-                self.kept.pop(next(iter(self.kept)))
-            try:
-                plan = plan_memory(m, n, self.memory_budget // self.keep, probe(self.device).multiprocessors,
-                                   self.mode == "local", self.scheme.alphabet.size)
-                kernels.check_memory(plan.bytes, f"scoring {m} x {n} for its alignment")
-            except kernels.GpuMemoryError:
-                # Too long to keep within a share of the budget: score only, align from scratch later.
-                return score_pair(query, target, self.scheme, self.mode, self.device, self.progress)
-            try:
-                scored = _Pass(query, target, self.scheme, self.mode, [self.device], plan, started,
-                               self.progress)
-            except cupy.cuda.memory.OutOfMemoryError as exc:
-                raise kernels.GpuMemoryError(f"scoring {m} x {n} went past the GPU memory budget of "
-                                             f"{self.memory_budget / 2**20:.0f} MiB: {exc}") from exc
-            self.kept[key] = scored
+        started = time.perf_counter()
+        self.kept.pop(key, None)
+        while len(self.kept) >= self.keep:
+            self.kept.pop(next(iter(self.kept)))
+        try:
+            plan = _slab_plan(m, n, self.devices, self.mode, True, self.memory_budget // self.keep,
+                              self.scheme.alphabet.size, f"scoring {m} x {n} for its alignment")
+        except kernels.GpuMemoryError:
+            # Too long to keep within a share of the budget: score only, align from scratch later.
+            return score_pair(query, target, self.scheme, self.mode, progress=self.progress, devices=self.devices)
+        try:
+            scored = _Pass(query, target, self.scheme, self.mode, self.devices, plan, started, self.progress)
+        except cupy.cuda.memory.OutOfMemoryError as exc:
+            raise kernels.GpuMemoryError(f"scoring {m} x {n} went past the GPU memory budget of "
+                                         f"{self.memory_budget / 2**20:.0f} MiB: {exc}") from exc
+        self.kept[key] = scored
         if self.profile is not None:
             self.profile["score_pass_s"] = self.profile.get("score_pass_s", 0) + scored.score_pass_s
             self.profile["score_passes"] = self.profile.get("score_passes", 0) + 1
@@ -1514,19 +1588,17 @@ class LongPairSession:
 
     def align(self, key, query_codes, target_codes) -> PairAlignment:
         """:func:`align_pair` of the pair: from the kept score pass of ``key`` when there is one."""
-        import cupy
-
         scored = self.kept.pop(key, None)
         profile = {} if self.profile is not None else None
         if scored is None:
             self.kept.clear()
-            result = align_pair(query_codes, target_codes, self.scheme, self.mode, self.device,
-                                self.memory_budget, profile=profile, progress=self.progress)
+            result = align_pair(query_codes, target_codes, self.scheme, self.mode,
+                                memory_budget=self.memory_budget, profile=profile, progress=self.progress,
+                                devices=self.devices)
             if profile:
                 self.profile["score_passes"] = self.profile.get("score_passes", 0) + 1
         else:
-            with cupy.cuda.Device(self.device):
-                result = scored.finish(profile)
+            result = scored.finish(profile)
             if profile:
                 profile.pop("score_pass_s")  # counted when it was scored
                 self.profile["kept_hits"] = self.profile.get("kept_hits", 0) + 1
@@ -1536,9 +1608,10 @@ class LongPairSession:
 
 
 def long_pair_session(scheme: ScoringScheme, mode: str, device: int = 0, memory_budget: int | None = None,
-                      keep: int = 2, profile: dict | None = None, progress=None) -> LongPairSession:
+                      keep: int = 2, profile: dict | None = None, progress=None,
+                      devices=None) -> LongPairSession:
     """A :class:`LongPairSession` (use with ``with``): one score pass for a pair scored, then aligned."""
-    return LongPairSession(scheme, mode, device, memory_budget, keep, profile, progress)
+    return LongPairSession(scheme, mode, device, memory_budget, keep, profile, progress, devices)
 
 
 CHUNK_ROWS_PER_LANE = 2

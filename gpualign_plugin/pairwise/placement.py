@@ -546,7 +546,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
                 threads: int | None = None, device: int = 0, zdrop_bits: float = ZDROP_BITS,
                 min_score: int = 1, on_cells: Callable[[int], None] | None = None,
                 gpu_memory: int | None = None, gpu_profile: dict | None = None,
-                on_progress: Callable[[int], None] | None = None) -> list[Alignment]:
+                on_progress: Callable[[int], None] | None = None, devices: list[int] | None = None) -> list[Alignment]:
     """Every significant local alignment of each query, non-overlapping on the query, placed.
 
     The set is defined in docs/ALGORITHMS.md ("Local placement"): repeatedly the
@@ -597,6 +597,11 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         pass while it runs (one query) or each multi-pair score call as it
         ends (several queries), and each alignment's score pass, region sweeps and
         chunk windows. ``on_cells`` still counts the score passes per query.
+    devices : list of int, optional
+        GPU: split each score pass and alignment of one query placed on at most
+        :data:`SESSION_CANDIDATES` candidates (a chromosome pair) by columns over these
+        devices (:func:`gpualign_plugin.pairwise.gpu.align_pair`); ``device`` and every other
+        case run on the first. Same result.
 
     Returns
     -------
@@ -615,6 +620,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     strand_list = strand_signs(strands, scheme)
     parameters = parameters_for(scheme)
     zdrop = zdrop_bits * math.log(2.0) / parameters.lam
+    if devices:
+        device = devices[0]
     engine_name = resolve_backend(backend, device)
     if engine_name == "gpu":
         from gpualign_plugin.pairwise import gpu
@@ -632,7 +639,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         return _place_on_gpu(queries, targets, plans, engine, zdrop, on_cells, threads)
     placed: list[Alignment] = []
     with engine.gpu.long_pair_session(scheme, "local", device, gpu_memory, SESSION_CANDIDATES,
-                                      gpu_profile, on_progress) as engine.session:
+                                      gpu_profile, on_progress, devices) as engine.session:
         for query, (_, steps) in zip(queries, plans):
             before = engine.cells
             placed.extend(_run_one(query, targets, steps, engine, zdrop))

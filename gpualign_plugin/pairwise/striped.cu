@@ -88,15 +88,18 @@ template <bool B> struct Flag { static constexpr bool value = B; };
 
 // One slab of a matrix split by columns across devices (pairwise/gpu.py, _SlabLink): the slab
 // on the left streams its last column (H and E of every row) to this one through mapped host
-// memory, a ready flag per strip. Each slab prunes against its own best score: sharing the
-// slabs' bests through host memory made every sweep 15x slower (system-scope stores and loads in
-// the batch loop) and pruned no more cells at 1 Mbp (docs/GPU.md).
+// memory, a ready flag per strip. With each strip's rows goes the best score the slab on the left
+// knew when the strip ended, which the strip on the right adds to its own device's pruning best
+// (once per strip: sharing bests through host memory inside the batch loop made every sweep 15x
+// slower, docs/GPU.md).
 struct SlabLink {
     const int* ready_in;   // per strip: nonzero once the slab on the left wrote that strip's rows of
                            // left_h / left_e, or null (the first slab)
     int* ready_out;        // the same flags for the slab on the right, or null (the last slab)
     int* edge_h;           // this rectangle's last column for the slab on the right: H, then E,
     int* edge_e;           //   of rows 1 .. num_strips * S
+    const int* best_in;    // per strip: the best score the slab on the left knew (pruning), or null
+    int* best_out;         // the same for the slab on the right, or null
     const int* abort;      // nonzero: another slab failed; stop waiting (the results are discarded)
     int cols_after;        // columns of the matrix right of this rectangle (the pruning bound)
 };
@@ -187,6 +190,8 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             E[r] = load_relaxed_sys(a.left_e + row0 + r);
         }
         diag = ((row0 == 0) ? a.top_h[0] : load_relaxed_sys(a.left_h + row0 - 1)) - oe;
+        if (PRUNE && a.prune_best != nullptr && lane == 0)  // a score reached in this matrix: exact
+            atomicMax(a.prune_best, load_relaxed_sys(link->best_in + k));
     } else {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -427,7 +432,12 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     if (pruning && lane == 0 && pruned_batches > 0)
         atomicAdd(a.pruned, (unsigned long long)pruned_batches * 32 * max(0, min(S, a.height - k * S)));
     if (link != nullptr && link->ready_out != nullptr) {
-        // Every lane ends at the last column: its rows go to the slab on the right, then the flag.
+        // Every lane ends at the last column: its rows and the best score known go to the slab on
+        // the right, then the flag.
+        if (pruning) {
+            const int known = warp_max(best_v);
+            if (lane == 0) link->best_out[k] = max(known, load_relaxed_gpu(a.prune_best));
+        }
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             link->edge_h[row0 + r] = HO[r] + oe;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -134,6 +135,47 @@ def test_gpu_backend_without_a_gpu_exits_2_with_one_line(genomes, tmp_path, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--backend gpu" in err[0]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["0,x", "0,0", "-1", ""])
+def test_devices_option_rejects_what_is_not_a_list_of_distinct_devices(genomes, tmp_path, capsys, value):
+    query, target = genomes
+    with pytest.raises(SystemExit) as stop:
+        main(["pairwise", "-q", query, "-t", target, "--out", str(tmp_path / "x.paf"), "--devices", value])
+    assert stop.value.code == 2 and "--devices" in capsys.readouterr().err
+
+
+def test_devices_on_the_cpu_backend_change_nothing(genomes, tmp_path):
+    query, target = genomes
+    for name, extra in (("one", []), ("two", ["--devices", "0,1"])):
+        assert run_cli("-q", query, "-t", target, "--mode", "semiglobal", "--out", tmp_path / f"{name}.paf",
+                       "--backend", "cpu", *extra) == 0
+    assert (tmp_path / "one.paf").read_text() == (tmp_path / "two.paf").read_text()
+
+
+@pytest.mark.gpu
+def test_devices_split_a_chromosome_pair_over_two_gpus_with_the_same_output(tmp_path):
+    """``--devices 0,1`` on one query and one target (a LongPairSession) and in global mode: the
+    same PAF as one GPU, the matrix split in two, both devices named in the statistics."""
+    import cupy
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    rng = np.random.default_rng(5)
+    reference = "".join(rng.choice(list("ACGT"), 60_000))
+    strain = reference[:25_000] + reverse_complement_text(reference[25_000:40_000]) + reference[40_000:]
+    (tmp_path / "r.fa").write_text(f">ref\n{reference}\n")
+    (tmp_path / "s.fa").write_text(f">strain\n{strain}\n")
+    for mode in ("local", "global"):
+        outputs = []
+        for name, extra in (("one", []), ("two", ["--devices", "0,1"])):
+            out, stats = tmp_path / f"{mode}_{name}.paf", tmp_path / f"{mode}_{name}.json"
+            assert run_cli("-q", tmp_path / "s.fa", "-t", tmp_path / "r.fa", "--mode", mode, "--backend", "gpu",
+                           "--out", out, "--stats", stats, *extra) == 0
+            outputs.append(out.read_text())
+            recorded = json.loads(stats.read_text())
+        assert outputs[0] == outputs[1] and outputs[0]
+        assert recorded["extra"]["gpu_phases"]["slabs"] == 2 and " + " in recorded["device"]
 
 
 def test_auto_backend_falls_back_to_the_cpu_and_says_so(genomes, tmp_path, caplog):

@@ -173,10 +173,30 @@ def test_local_end_cells_take_the_best_score_then_the_smallest_row_then_column_p
 
 @pytest.mark.parametrize("n, slabs", [(4096, 1), (10**7, 2), (10**7 + 1, 3), (9000, 2), (100, 4)])
 def test_column_slabs_cover_every_column_once_as_equal_as_possible(n, slabs):
-    bounds = gpu.column_slabs(n, slabs)
+    bounds = gpu.column_slabs(n, n, slabs)
     assert bounds[0] == 0 and bounds[-1] == n and len(bounds) == slabs + 1
     widths = np.diff(bounds)
     assert widths.max() - widths.min() <= 1 and widths.sum() == n
+
+
+@pytest.mark.parametrize("m, n, slabs", [(10**7, 10**7, 2), (10**7, 10**7, 4), (3 * 10**6, 10**7, 3)])
+def test_pruning_split_gives_each_slab_the_same_modelled_work(m, n, slabs):
+    # The model: column j keeps min(m / (1 + c), (n - j) / c) rows; summed per column here.
+    bounds = gpu.column_slabs(m, n, slabs, pruning=True)
+    assert bounds[0] == 0 and bounds[-1] == n and all(np.diff(bounds) >= gpu.MIN_SLAB_COLUMNS)
+    c = gpu.SLAB_SPLIT_RATE
+    kept = np.minimum(m / (1 + c), (n - np.arange(n, dtype=float)) / c)
+    work = [kept[a:b].sum() for a, b in zip(bounds, bounds[1:])]
+    assert max(work) / min(work) < 1.001
+    if m == n:  # the left slab gets fewer columns: more of its rows survive
+        assert bounds[1] < n // slabs
+
+
+def test_pruning_split_falls_back_to_equal_slabs_when_one_would_be_too_narrow(monkeypatch):
+    n = 2 * gpu.MIN_SLAB_COLUMNS + 100
+    assert gpu.column_slabs(n, n, 2, pruning=True) == [0, n // 2, n]
+    monkeypatch.setattr(gpu, "SLAB_SPLIT_RATE", 0.0)
+    assert gpu.column_slabs(10**7, 10**7, 2, pruning=True) == [0, 5 * 10**6, 10**7]
 
 
 def test_only_slabs_of_min_slab_columns_are_made():
@@ -187,7 +207,7 @@ def test_only_slabs_of_min_slab_columns_are_made():
 
 
 def test_slab_link_record_matches_the_kernels_struct():
-    # struct SlabLink in striped.cu: five pointers, then int cols_after (48 bytes with padding).
+    # struct SlabLink in striped.cu: seven pointers, then int cols_after (64 bytes with padding).
     from gpualign_plugin.runtime.kernels import _source
 
     text = _source("pairwise/striped.cu")
@@ -196,4 +216,4 @@ def test_slab_link_record_matches_the_kernels_struct():
     assert [name for _, name in fields] == [f for f in gpu._LINK_FIELDS.names if f != "padding"]
     assert [kind == "int*" for kind, _ in fields] == \
         [gpu._LINK_FIELDS[f].itemsize == 8 for f in gpu._LINK_FIELDS.names if f != "padding"]
-    assert gpu._LINK_FIELDS.itemsize == 48
+    assert gpu._LINK_FIELDS.itemsize == 64

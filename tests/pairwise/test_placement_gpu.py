@@ -134,3 +134,23 @@ def test_gpu_placement_progress_moves_inside_one_query_and_changes_nothing():
         # reported can be fewer than the score-pass cells on_cells counts.
         first_pass = sum(len(q) for q in chosen) * sum(len(t) for t in encoded_t) * 2
         assert sum(inside) >= first_pass and sum(per_query) >= first_pass
+
+
+def test_placement_and_alignment_split_over_devices_equal_one_device():
+    """``devices=``: a strain genome placed on its reference (one query, one target: the
+    LongPairSession's score passes and alignments) and aligned end to end, the matrix split in
+    two slabs; on one GPU the device is named twice and the slabs run one after the other."""
+    from gpualign_plugin.pairwise.api import align_records
+
+    reference = lambda_text()
+    contigs, _ = strain_contigs(reference, seed=5)
+    strain = SCHEME.encode("strain", "".join(contigs))
+    targets = [SCHEME.encode("ref", reference)]
+    split: dict = {}
+    placed = place_local([strain], targets, SCHEME, backend="gpu", devices=[0, 0], gpu_profile=split)
+    assert placed == place_local([strain], targets, SCHEME, backend="gpu") and len(placed) > 2
+    assert split["slabs"] == 2 and split["kept_hits"] >= 1
+    split = {}
+    aligned = align_records([strain], targets, SCHEME, "global", backend="gpu", devices=[0, 0], gpu_profile=split)
+    assert aligned == align_records([strain], targets, SCHEME, "global", backend="gpu") and split["slabs"] == 2
+
