@@ -363,21 +363,18 @@ def boundary_step(mode, i, j, ops, pos):
 
 
 @njit(cache=True, nogil=True)
-def direction_step(d, a, b, i, j, state, ops, pos, definite):
+def direction_step(d, a, b, i, j, state, ops, pos):
     """Follow direction byte ``d`` of cell ``(i, j)`` one step (docs/ALGORITHMS.md's rule).
 
     Shared by the CPU band walk and the GPU engine's chunk walk, which differ
-    only in where a cell's byte is stored. A diagonal step is a match when both
-    residues are the same code and bit ``code`` of ``definite`` is set
-    (:attr:`~gpualign_plugin.scoring.Alphabet.definite_mask`), else a mismatch.
-    Returns ``(i, j, state, pos, done)``.
+    only in where a cell's byte is stored. Returns ``(i, j, state, pos, done)``.
     """
     if state == STATE_H:
         choice = d & 3
         if choice == 0:
             return i, j, state, pos, True
         if choice == 1:
-            ops[pos] = OP_MATCH if a[i - 1] == b[j - 1] and (definite >> a[i - 1]) & 1 else OP_MISMATCH
+            ops[pos] = OP_MATCH if a[i - 1] == b[j - 1] else OP_MISMATCH
             return i - 1, j - 1, state, pos + 1, False
         return i, j, STATE_E if choice == 2 else STATE_F, pos, False
     if state == STATE_E:
@@ -388,9 +385,8 @@ def direction_step(d, a, b, i, j, state, ops, pos, definite):
 
 
 @njit(cache=True, nogil=True)
-def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos, definite):
-    """Follow the traceback rule through one band of direction bytes (``definite`` as in
-    :func:`direction_step`).
+def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos):
+    """Follow the traceback rule through one band of direction bytes.
 
     Starts at cell ``(i, j)`` in ``state`` (``r0 < i <= r0 + len(dirs)``, or
     ``i == r0 == 0``) and walks until the path stops or reaches row ``r0 > 0``
@@ -409,7 +405,7 @@ def trace_band(dirs, r0, a, b, mode, i, j, state, ops, pos, definite):
         if state == STATE_H and (i == 0 or j == 0):
             i, j, pos, done = boundary_step(mode, i, j, ops, pos)
         else:
-            i, j, state, pos, done = direction_step(dirs[i - r0 - 1, j], a, b, i, j, state, ops, pos, definite)
+            i, j, state, pos, done = direction_step(dirs[i - r0 - 1, j], a, b, i, j, state, ops, pos)
         if done:
             return i, j, state, pos, True
 

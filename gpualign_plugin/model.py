@@ -208,22 +208,20 @@ class Alignment:
 def score_cigar(cigar: Cigar, query: np.ndarray, target: np.ndarray, scheme: ScoringScheme) -> int:
     """Score of ``cigar`` aligning ``query`` to ``target`` (codes; both already sliced and oriented).
 
-    ``=``/``X`` columns are checked against the residues (``=``: the same definite residue,
-    :attr:`~gpualign_plugin.scoring.Alphabet.definite_mask`; ``X``: anything else); each
-    ``I``/``D`` run is one gap costing ``open + length * extend``. Soft clips are skipped on the query.
+    ``=``/``X`` columns are checked against the residues; each ``I``/``D`` run is
+    one gap costing ``open + length * extend``. Soft clips are skipped on the query.
     """
-    definite = np.array([scheme.alphabet.definite_mask >> c & 1 for c in range(scheme.alphabet.size)], dtype=bool)
     score = 0
     qi = ti = 0
     for length, op in cigar.runs:
         if op in "=XM":
             a = query[qi:qi + length]
             b = target[ti:ti + length]
-            equal = (a == b) & definite[a]
+            equal = a == b
             if op == "=" and not equal.all():
-                raise ValueError(f"'=' run at query {qi} holds different or ambiguous residues")
+                raise ValueError(f"'=' run at query {qi} holds different residues")
             if op == "X" and equal.any():
-                raise ValueError(f"'X' run at query {qi} holds the same definite residue")
+                raise ValueError(f"'X' run at query {qi} holds identical residues")
             score += int(scheme.matrix[a, b].sum())
             qi += length
             ti += length

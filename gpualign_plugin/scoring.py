@@ -108,16 +108,6 @@ class Alphabet:
         """Codes of the ``uint8`` character bytes ``raw``, 255 for a character outside the alphabet."""
         return self._table[raw]
 
-    @property
-    def definite_mask(self) -> int:
-        """Bit ``c`` set unless code ``c`` is the alphabet's unknown residue (N for DNA, X for
-        protein). A CIGAR ``=`` needs the same letter on both sides and not the unknown one, so
-        an aligned N/N column is an ``X``: a difference, as SAM's ``NM`` ("including ambiguous
-        bases") and samtools calmd count it (calmd takes two equal IUPAC codes such as R/R for
-        a match, and so does this)."""
-        unknown = "N" if self.name == "dna" else "X"
-        return sum(1 << code for code, letter in enumerate(self.letters) if letter != unknown)
-
     def decode(self, codes: np.ndarray) -> str:
         """Upper-case text of ``codes``."""
         lookup = np.frombuffer(self.letters.encode("ascii"), dtype=np.uint8)

@@ -15,14 +15,6 @@ from Bio.Align import substitution_matrices
 NEG = float("-inf")
 
 
-def column_op(x, y, matrix) -> str:
-    """CIGAR letter of aligned residue codes ``x``, ``y``: ``=`` for the same letter unless it is
-    the unknown residue (DNA: N, code 14 of the 15-letter alphabet; protein: X, code 22), else
-    ``X``, as samtools calmd counts differences for NM and MD."""
-    unknown = 14 if len(matrix) == 15 else 22
-    return "=" if x == y and x != unknown else "X"
-
-
 def gotoh(query, target, matrix, gap_open, gap_extend, mode):
     """Gotoh alignment following docs/ALGORITHMS.md ("Pairwise") literally.
 
@@ -100,7 +92,7 @@ def gotoh(query, target, matrix, gap_open, gap_extend, mode):
                     (mode == "semiglobal" and i == 0):
                 break
             if i >= 1 and j >= 1 and H[i][j] == H[i - 1][j - 1] + s(i, j):
-                ops.append(column_op(a[i - 1], b[j - 1], matrix))
+                ops.append("=" if a[i - 1] == b[j - 1] else "X")
                 i, j = i - 1, j - 1
             elif H[i][j] == E[i][j]:
                 state = "E"

@@ -110,8 +110,7 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backen
         ops = np.empty(int(ops_offsets[-1]), dtype=np.uint8)
         out = np.empty((len(chunk), 6), dtype=np.int64)
         cpu.align_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
-                               scheme.gap_extend, mode_code, out, ops, ops_offsets,
-                               scheme.alphabet.definite_mask)
+                               scheme.gap_extend, mode_code, out, ops, ops_offsets)
         runs, run_offsets = cpu.runs_from_ops(ops, ops_offsets, out[:, 5].copy())
         parts.append((index, AlignmentColumns(*(out[:, c].copy() for c in range(5)), runs, run_offsets)))
         if progress is not None:

@@ -38,7 +38,6 @@ struct Batch {
     uint32_t* dirs;
     uint32_t* runs;
     int* out;                    // 6 ints per pair
-    unsigned int definite;       // bit c: code c is one residue ('=' needs it; N/N is 'X')
 };
 
 __device__ __forceinline__ int col0(int i, int gap_open, int gap_extend, bool col0_gap) {
@@ -241,7 +240,7 @@ __device__ void align_one(const Batch& b, int p, const int* smat, int gap_open, 
                 const int choice = d & 3;
                 if (choice == 0) break;
                 if (choice == 1) {
-                    op = a[i - 1] == tb[j - 1] && (b.definite >> a[i - 1]) & 1u ? 0 : 1;
+                    op = a[i - 1] == tb[j - 1] ? 0 : 1;
                     --i;
                     --j;
                 } else {
@@ -279,9 +278,9 @@ extern "C" __global__ void batch_align(
         const long long* target_offsets, const int* order, const int* rows_per_lane,
         const long long* dir_offsets, const long long* run_offsets, int* boundary,
         const long long* boundary_offsets, uint32_t* dirs, uint32_t* runs, int* out, int count,
-        const int* matrix, int alphabet, int gap_open, int gap_extend, int mode, unsigned int definite) {
+        const int* matrix, int alphabet, int gap_open, int gap_extend, int mode) {
     const Batch b{query, query_offsets, target, target_offsets, order, rows_per_lane, dir_offsets,
-                  run_offsets, boundary, boundary_offsets, dirs, runs, out, definite};
+                  run_offsets, boundary, boundary_offsets, dirs, runs, out};
     __shared__ int smat[MAX_ALPHABET * MAX_ALPHABET];
     for (int x = threadIdx.x; x < MAX_ALPHABET * MAX_ALPHABET; x += blockDim.x) {
         const int r = x / MAX_ALPHABET, c = x % MAX_ALPHABET;

@@ -15,7 +15,7 @@ from gpualign_plugin.scoring import NEG_INF
 
 
 @njit(cache=True, nogil=True)
-def _align_one(a, b, matrix, gap_open, gap_extend, mode, ops, definite):
+def _align_one(a, b, matrix, gap_open, gap_extend, mode, ops):
     """Full-matrix alignment of one pair; returns ``(score, qs, qe, ts, te, n_ops)``."""
     # One pass fills the whole direction matrix and finds the end cell on the way.
     m = a.shape[0]
@@ -51,7 +51,7 @@ def _align_one(a, b, matrix, gap_open, gap_extend, mode, ops, definite):
     score, qe, te = final_end(mode, False, H, width, m, best, qe, te)
     if mode == LOCAL and score <= 0:
         return 0, 0, 0, 0, 0, 0
-    i, j, state, pos, done = trace_band(dirs, 0, a, b, mode, qe, te, STATE_H, ops, 0, definite)
+    i, j, state, pos, done = trace_band(dirs, 0, a, b, mode, qe, te, STATE_H, ops, 0)
     return score, i, qe, j, te, pos
 
 
@@ -76,9 +76,8 @@ def score_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, g
 
 @njit(cache=True, parallel=True)
 def align_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, gap_extend, mode,
-                       out, ops, ops_offsets, definite):
-    """Align every pair with a full direction matrix each; pairs run in parallel (``definite``:
-    the alphabet's :attr:`~gpualign_plugin.scoring.Alphabet.definite_mask`).
+                       out, ops, ops_offsets):
+    """Align every pair with a full direction matrix each; pairs run in parallel.
 
     ``out[k]`` receives ``(score, qs, qe, ts, te, n_ops)``; the pair's operations
     (end to start) go to ``ops[ops_offsets[k]:]``.
@@ -87,7 +86,7 @@ def align_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, g
         a = seqs_a[offsets_a[k]:offsets_a[k + 1]]
         b = seqs_b[offsets_b[k]:offsets_b[k + 1]]
         score, qs, qe, ts, te, n_ops = _align_one(a, b, matrix, gap_open, gap_extend, mode,
-                                                  ops[ops_offsets[k]:ops_offsets[k + 1]], definite)
+                                                  ops[ops_offsets[k]:ops_offsets[k + 1]])
         out[k, 0] = score
         out[k, 1] = qs
         out[k, 2] = qe

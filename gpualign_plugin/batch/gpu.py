@@ -201,7 +201,7 @@ def _start(pairs, kernel, matrix, scheme, mode_code, profile):
                  cupy.asarray(rows.astype(np.int32)), cupy.asarray(dir_offsets), device_run_offsets,
                  boundary, cupy.asarray(boundary_offsets), dirs, runs, out, np.int32(count), matrix,
                  np.int32(scheme.matrix.shape[0]), np.int32(scheme.gap_open),
-                 np.int32(scheme.gap_extend), np.int32(mode_code), np.uint32(scheme.alphabet.definite_mask))
+                 np.int32(scheme.gap_extend), np.int32(mode_code))
     if events:
         events[0].record()
     kernels.launch(kernel, _KERNEL, blocks, threads, arguments, 0,

@@ -327,7 +327,6 @@ class GotohProblem:
         self.gap_open = scheme.gap_open
         self.gap_extend = scheme.gap_extend
         self.mode = mode_code
-        self.definite = scheme.alphabet.definite_mask
         self.ops = np.empty(len(query) + len(target), dtype=np.uint8)
         self.length = 0
 
@@ -373,7 +372,7 @@ class GotohProblem:
         """Walk the band; see the protocol in :mod:`~gpualign_plugin.traceback.checkpoint`."""
         i, j, state, self.length, done = kernels.trace_band(
             dirs, r0, self.query, self.target, self.mode, cursor.row, cursor.col, cursor.state,
-            self.ops, self.length, self.definite)
+            self.ops, self.length)
         cursor.row, cursor.col, cursor.state = int(i), int(j), int(state)
         return bool(done)
 

@@ -52,7 +52,7 @@ from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
-from gpualign_plugin.scoring import DNA, NEG_INF, ScoringScheme
+from gpualign_plugin.scoring import NEG_INF, ScoringScheme
 
 MODES = cpu.MODES
 WARPS_PER_BLOCK = 4
@@ -169,7 +169,6 @@ class _Sweep:
         self.query = query
         self.target = target
         self.alpha = scheme.alphabet.size
-        self.definite = scheme.alphabet.definite_mask
         self.d_query = cupy.asarray(query)
         self.d_target = cupy.asarray(target)
         self.d_sub = cupy.asarray(np.ascontiguousarray(scheme.matrix, dtype=np.int32))
@@ -1370,7 +1369,7 @@ class _Traceback:
             started = time.perf_counter()
             i, j, state, self.pos, done = _trace_chunk(dirs, strip, CHUNK_ROWS_PER_LANE, steps, r0, c0,
                                                        sweep.query, sweep.target, self.mode_code, i, j,
-                                                       state, self.ops, self.pos, sweep.definite)
+                                                       state, self.ops, self.pos)
             timing["trace_s"] += time.perf_counter() - started
             cursor[:] = [int(i), int(j), int(state)]
             if done:
@@ -1429,7 +1428,7 @@ def _warm_walk_args() -> tuple:
     """Arguments of a :func:`_trace_chunk` call that ends at once (cell (0, 0)), typed as the traceback's."""
     nothing = np.zeros(0, dtype=np.uint8)
     return (nothing, 64, CHUNK_ROWS_PER_LANE, 0, 0, 0, nothing, nothing, cpu._MODE_CODES["local"], 0, 0,
-            STATE_H, np.zeros(1, dtype=np.uint8), 0, DNA.definite_mask)
+            STATE_H, np.zeros(1, dtype=np.uint8), 0)
 
 
 class _Pass:
@@ -1631,7 +1630,7 @@ class _Chunk:
 
 
 @njit(cache=True)
-def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops, pos, definite):
+def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops, pos):
     """Follow the traceback rule inside the chunk of rows ``r0+1..``, columns ``c0+1..``.
 
     ``dirs`` is the chunk's direction bytes in the sweep's layout
@@ -1639,7 +1638,7 @@ def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops,
     strip ``k``, lane ``t``, slot ``r``; its step is ``j - c0 - 1 + t``). Walks until
     the path stops (returns ``done``) or leaves the chunk through its top or left
     edge. Row 0 and column 0 follow the boundary rules of ``mode`` (as the CPU
-    engine's ``trace_band``; ``definite`` as there).
+    engine's ``trace_band``).
 
     Returns
     -------
@@ -1659,6 +1658,6 @@ def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops,
         t = (li - k * strip) // rows
         r = li - k * strip - t * rows
         d = dirs[((k * steps + (j - c0 - 1 + t)) * 32 + t) * rows + r]
-        i, j, state, pos, done = direction_step(d, a, b, i, j, state, ops, pos, definite)
+        i, j, state, pos, done = direction_step(d, a, b, i, j, state, ops, pos)
         if done:
             return i, j, state, pos, True

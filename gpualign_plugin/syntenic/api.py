@@ -131,7 +131,6 @@ def _blocks(moves: np.ndarray, query, target, scheme: ScoringScheme,
     i = j = 0
     k = 0
     count = len(moves)
-    definite = scheme.alphabet.definite_mask
     while k < count:
         move = moves[k]
         start_i, start_j = i, j
@@ -154,7 +153,7 @@ def _blocks(moves: np.ndarray, query, target, scheme: ScoringScheme,
         while k < count and moves[k] < kernels.MOVE_BLOCK_UP:
             move = moves[k]
             if move == kernels.MOVE_DIAGONAL:
-                ops.append("=" if query[i] == target[j] and definite >> int(query[i]) & 1 else "X")
+                ops.append("=" if query[i] == target[j] else "X")
                 i += 1
                 j += 1
             elif move == kernels.MOVE_DELETION:

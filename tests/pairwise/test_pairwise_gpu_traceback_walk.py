@@ -52,11 +52,7 @@ def test_layout_walk_equals_band_walk(mode):
         else:
             a = rng.integers(0, 4, rng.integers(1, 90)).astype(np.uint8)
             b = rng.integers(0, 4, rng.integers(1, 90)).astype(np.uint8)
-            if case % 4 == 0:  # N in both: an aligned N/N column is a mismatch
-                a[rng.random(len(a)) < 0.2] = 14
-                b[rng.random(len(b)) < 0.2] = 14
         code = MODES[mode]
-        definite = scheme.alphabet.definite_mask
         end = score_pair(a, b, scheme, mode)
         if mode == "local" and end.score <= 0:
             continue
@@ -65,9 +61,9 @@ def test_layout_walk_equals_band_walk(mode):
         cpu_ops = np.zeros(len(a) + len(b) + 2, np.uint8)
         gpu_ops = np.zeros_like(cpu_ops)
         expected = kernels.trace_band(dirs, 0, a, b, code, end.query_end, end.target_end,
-                                      kernels.STATE_H, cpu_ops, 0, definite)
+                                      kernels.STATE_H, cpu_ops, 0)
         walked = gpu._trace_chunk(layout, strip, gpu.CHUNK_ROWS_PER_LANE, steps, 0, 0, a, b, code,
-                                  end.query_end, end.target_end, kernels.STATE_H, gpu_ops, 0, definite)
+                                  end.query_end, end.target_end, kernels.STATE_H, gpu_ops, 0)
         assert walked == expected
         assert np.array_equal(gpu_ops[: walked[3]], cpu_ops[: expected[3]])
 
@@ -84,6 +80,6 @@ def test_background_warm_up_compiles_the_walk_for_the_types_the_traceback_passes
     a = np.array([0, 1, 2, 3], np.uint8)
     ops = np.empty(8, dtype=np.uint8)
     traceback_args = (pinned_like[:32], 64, gpu.CHUNK_ROWS_PER_LANE, 4 + 31, 0, 0, a, a,
-                      MODES["local"], 4, 4, kernels.STATE_H, ops, 0, ScoringScheme.dna().alphabet.definite_mask)
+                      MODES["local"], 4, 4, kernels.STATE_H, ops, 0)
     assert [numba.typeof(x) for x in gpu._warm_walk_args()] == [numba.typeof(x) for x in traceback_args]
     assert len(gpu._trace_chunk.signatures) >= 1
