@@ -480,6 +480,11 @@ class PairAlignment:
 NO_PAIR_ALIGNMENT = PairAlignment(0, 0, 0, 0, 0, Cigar(()))
 """What a local alignment with no positive cell returns: score 0, empty CIGAR."""
 
+UNKNOWN_BASE = "N"
+"""The base that SAM's ``NM`` and ``MD`` count as a difference even against itself ("edit distance
+... including ambiguous bases"; samtools calmd's rule), although the CIGAR (``=``), BLAST and
+ssearch36 count an N aligned to an N as identical."""
+
 RUN_OPS = "=XID"
 """The operation of each 2-bit code of :attr:`AlignmentColumns.runs` (the order of :data:`gpualign_plugin.gotoh.OP_LETTERS`)."""
 

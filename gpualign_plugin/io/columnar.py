@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from gpualign_plugin.io.atomic import atomic_path
-from gpualign_plugin.model import RUN_OPS
+from gpualign_plugin.model import RUN_OPS, UNKNOWN_BASE
 
 _OPS = np.frombuffer(RUN_OPS.encode("ascii"), dtype=np.uint8)
 _NEWLINE = 10
@@ -340,13 +340,41 @@ def _md_ok(runs, first, last, target_text, start):
 
 
 @njit(cache=True, nogil=True)
-def _put_md(buf, pos, runs, first, last, target_text, start, write):
-    matched = 0
+def _unknown_matches(runs, first, last, target_text, start, unknown):
+    """``=`` columns of ``runs[first:last]`` whose target letter is ``unknown`` (an upper-case byte;
+    0: none): an N matched by an N, a difference in SAM's NM (:data:`~gpualign_plugin.model.UNKNOWN_BASE`)."""
+    count = 0
+    if unknown == 0:
+        return 0
     position = start
     for r in range(first, last):
         length = runs[r] >> 2
         op = runs[r] & 3
         if op == 0:
+            for x in range(position, position + length):
+                count += (target_text[x] & 0xDF) == unknown
+        if op != 2:
+            position += length
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _put_md(buf, pos, runs, first, last, target_text, start, unknown, write):
+    matched = 0
+    position = start
+    for r in range(first, last):
+        length = runs[r] >> 2
+        op = runs[r] & 3
+        if op == 0 and unknown != 0:
+            for x in range(position, position + length):
+                if (target_text[x] & 0xDF) == unknown:
+                    pos = _put_int(buf, pos, matched, write)
+                    pos = _put_byte(buf, pos, unknown, write)
+                    matched = 0
+                else:
+                    matched += 1
+            position += length
+        elif op == 0:
             matched += length
             position += length
         elif op == 1:
@@ -368,9 +396,11 @@ def _put_md(buf, pos, runs, first, last, target_text, start, write):
 @njit(cache=True, nogil=True)
 def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, runs, ro,
              primary, mapq, ops, query_text, query_offsets, target_text, target_offsets, with_seq,
-             seq_plus, seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates):
+             seq_plus, seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates,
+             unknown):
     first, last = ro[k], ro[k + 1]
     _, mismatches, gaps, _, _ = _run_sums(runs, first, last)
+    start = target_offsets[ti[k]] + ts[k]
     pos = _put_slice(buf, pos, qn, qo[qi[k]], qo[qi[k] + 1] - 1, write)
     pos = _put_byte(buf, pos, 9, write)
     flag = (16 if minus[k] else 0) | (0 if primary[k] else 256)
@@ -408,12 +438,12 @@ def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, min
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_byte(buf, pos, 42, write)
     pos = _put_byte(buf, pos, 9, write)
-    pos = _put_score_tags(buf, pos, as_tag, score[k], nm_tag, mismatches + gaps, write)
-    start = target_offsets[ti[k]] + ts[k]
+    edits = mismatches + gaps + _unknown_matches(runs, first, last, target_text, start, unknown)
+    pos = _put_score_tags(buf, pos, as_tag, score[k], nm_tag, edits, write)
     if _md_ok(runs, first, last, target_text, start):
         pos = _put_byte(buf, pos, 9, write)
         pos = _put_text(buf, pos, md_tag, write)
-        pos = _put_md(buf, pos, runs, first, last, target_text, start, write)
+        pos = _put_md(buf, pos, runs, first, last, target_text, start, unknown, write)
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_text(buf, pos, de_tag, write)
     pos = _put_slice(buf, pos, de_text, de_offsets[de_index[k]], de_offsets[de_index[k] + 1] - 1,
@@ -424,7 +454,7 @@ def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, min
 @njit(cache=True, parallel=True)
 def _sam_lines(order, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, runs, ro, primary,
                mapq, ops, query_text, query_offsets, target_text, target_offsets, with_seq, seq_plus,
-               seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates):
+               seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates, unknown):
     count = order.shape[0]
     empty = np.empty(0, np.uint8)
     ends = np.zeros(count + 1, np.int64)
@@ -432,14 +462,14 @@ def _sam_lines(order, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, 
         ends[x + 1] = _sam_row(empty, 0, order[x], False, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te,
                                minus, score, runs, ro, primary, mapq, ops, query_text, query_offsets,
                                target_text, target_offsets, with_seq, seq_plus, seq_minus, de_text,
-                               de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates)
+                               de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates, unknown)
     ends = np.cumsum(ends)
     buf = np.empty(ends[count], np.uint8)
     for x in prange(count):
         _sam_row(buf, ends[x], order[x], True, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus,
                  score, runs, ro, primary, mapq, ops, query_text, query_offsets, target_text,
                  target_offsets, with_seq, seq_plus, seq_minus, de_text, de_offsets, de_index,
-                 as_tag, nm_tag, md_tag, de_tag, mates)
+                 as_tag, nm_tag, md_tag, de_tag, mates, unknown)
     return buf
 
 
@@ -475,7 +505,7 @@ def _divergence_texts(table: AlignmentTable) -> tuple[np.ndarray, np.ndarray, np
 
 
 def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.ndarray,
-              target_text: np.ndarray, target_offsets: np.ndarray, with_seq: bool) -> np.ndarray:
+              target_text: np.ndarray, target_offsets: np.ndarray, dna: bool) -> np.ndarray:
     """SAM records of every row, coordinate-sorted, as :func:`gpualign_plugin.io.sam.write_alignments` writes them.
 
     Parameters
@@ -487,8 +517,9 @@ def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.n
         ``uint8`` residues of every record as read (case kept), records back to back;
         ``query_offsets`` and ``target_offsets`` their boundaries (records as in the
         table's ``query_index`` and ``target_index``).
-    with_seq : bool
-        Write SEQ (DNA) on primary records; otherwise ``*``.
+    dna : bool
+        DNA: SEQ on primary records, and an N matched by an N counted in NM and MD as samtools
+        calmd counts it (:data:`~gpualign_plugin.model.UNKNOWN_BASE`); protein: SEQ ``*``.
 
     Returns
     -------
@@ -503,8 +534,9 @@ def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.n
                       t.target_names.offsets, t.query_index, t.target_index, t.query_length,
                       t.query_start, t.query_end, t.target_start, t.target_end, t.minus, t.score,
                       t.runs, t.run_offsets, t.primary, t.mapq, _OPS, query_text, query_offsets,
-                      target_text, target_offsets, with_seq, _SEQ_PLUS, _SEQ_MINUS, de_text,
-                      de_offsets, de_index, _AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES)
+                      target_text, target_offsets, dna, _SEQ_PLUS, _SEQ_MINUS, de_text,
+                      de_offsets, de_index, _AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES,
+                      ord(UNKNOWN_BASE) if dna else 0)
 
 
 @njit(cache=True, nogil=True)

@@ -51,7 +51,7 @@ import pysam
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_path
-from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.model import UNKNOWN_BASE, Alignment, Cigar
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_text
 
 Target = Union[Sequence, tuple]
@@ -163,7 +163,22 @@ def supplementary_tags(alignments: list[Alignment]) -> list[str | None]:
     return tags
 
 
-def md_tag(cigar: Cigar, target_text: str) -> str | None:
+def sam_edit_distance(alignment: Alignment, target_text: str, dna: bool) -> int:
+    """SAM ``NM`` of ``alignment`` over the aligned target residues ``target_text``: mismatches and
+    gap columns, and for DNA also the ``=`` columns of an N against an N
+    (:data:`~gpualign_plugin.model.UNKNOWN_BASE`)."""
+    unknown = 0
+    if dna:
+        position = 0
+        for length, op in alignment.cigar.runs:
+            if op == "=":
+                unknown += target_text[position:position + length].upper().count(UNKNOWN_BASE)
+            if op in "=XD":
+                position += length
+    return alignment.edit_distance + unknown
+
+
+def md_tag(cigar: Cigar, target_text: str, dna: bool = True) -> str | None:
     """SAM ``MD:Z`` string of an ``=XID`` CIGAR over the aligned target residues.
 
     The SAM grammar of MD (``[0-9]+(([A-Z]|\\^[A-Z]+)[0-9]+)*``) has room for letters only:
@@ -176,6 +191,9 @@ def md_tag(cigar: Cigar, target_text: str) -> str | None:
         ``=``, ``X``, ``I``, ``D`` runs (``S`` runs are ignored).
     target_text : str
         ``target[target_start:target_end]`` as text; written upper case.
+    dna : bool
+        An N matched by an N (an ``=`` column) is written as a mismatch, as samtools calmd does
+        (:data:`~gpualign_plugin.model.UNKNOWN_BASE`).
 
     Returns
     -------
@@ -194,7 +212,15 @@ def md_tag(cigar: Cigar, target_text: str) -> str | None:
     matched = 0
     position = 0
     for length, op in cigar.runs:
-        if op == "=":
+        if op == "=" and dna:
+            for letter in target_text[position:position + length].upper():
+                if letter == UNKNOWN_BASE:
+                    pieces.append(f"{matched}{letter}")
+                    matched = 0
+                else:
+                    matched += 1
+            position += length
+        elif op == "=":
             matched += length
             position += length
         elif op == "X":
@@ -273,7 +299,7 @@ def sam_header(targets: Iterable[Target], command_line: str,
 
 
 def _record(alignment: Alignment, header: pysam.AlignmentHeader, reference_id: int,
-            target: Sequence | None, query: Sequence | None, with_seq: bool,
+            target: Sequence | None, query: Sequence | None, with_seq: bool, dna: bool,
             sa: str | None = None) -> pysam.AlignedSegment:
     if target is None:
         raise ValueError(f"target {alignment.target_id!r} was given without its sequence; "
@@ -304,8 +330,9 @@ def _record(alignment: Alignment, header: pysam.AlignmentHeader, reference_id: i
     record.next_reference_id = -1
     record.next_reference_start = -1
     record.template_length = 0
-    md = md_tag(alignment.cigar, target.text[alignment.target_start:alignment.target_end])
-    tags = [("AS", int(alignment.score), "i"), ("NM", alignment.edit_distance, "i")]
+    aligned_target = target.text[alignment.target_start:alignment.target_end]
+    md = md_tag(alignment.cigar, aligned_target, dna)
+    tags = [("AS", int(alignment.score), "i"), ("NM", sam_edit_distance(alignment, aligned_target, dna), "i")]
     tags += [("MD", md, "Z")] if md is not None else []
     tags += [("de", gap_compressed_divergence(alignment), "f")]
     if alignment.evalue is not None:
@@ -440,7 +467,7 @@ def write_alignments(path: str | os.PathLike, alignments: Iterable[Alignment],
                 reference_id = reference_ids[alignment.target_id]
                 out.write(_record(alignment, header, reference_id, entries[reference_id][2],
                                   queries.get(alignment.query_id),
-                                  scheme.is_dna and alignment.is_primary, sa_tags[i]))
+                                  scheme.is_dna and alignment.is_primary, scheme.is_dna, sa_tags[i]))
             for query in unmapped:
                 out.write(_unmapped_record(query, header, scheme.is_dna))
 

@@ -14,11 +14,13 @@ import random
 import shutil
 import subprocess
 
+import numpy as np
 import pysam
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpualign_plugin.cli.main import main
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io import sam as sam_module
 from gpualign_plugin.io.paf import paf_line, read_paf, write_paf
@@ -71,6 +73,8 @@ def read_bam(path):
 def test_md_tag_of_hand_examples():
     assert md_tag(Cigar.from_string("4=2I2=1X3=1D2="), "ACGTACGATTGCA") == "6G3^G2"
     assert md_tag(Cigar.from_string("2X1D1X"), "acgt") == "0A0C0^G0T0"
+    assert md_tag(Cigar.from_string("6="), "aNnCGN") == "1N0N2N0"  # N/N: a difference, as in calmd
+    assert md_tag(Cigar.from_string("6="), "ANNCGN", dna=False) == "6"  # protein N: asparagine
     assert md_tag(Cigar.from_string("3="), "ACG") == "3"
     assert md_tag(Cigar.from_string("1=2D3I1="), "ACGT") == "1^CG1"
 
@@ -231,6 +235,33 @@ def test_md_and_nm_agree_with_samtools_calmd(tmp_path_factory, seed):
         fields = line.split("\t")
         tags = dict((f[:2], f[5:]) for f in fields[11:])
         assert ours[fields[0]] == (tags["MD"], int(tags["NM"])), line
+
+
+@pytest.mark.parametrize("command, out", [("pairwise", "q.bam"), ("batch", "q.sam")])
+def test_n_against_n_is_a_difference_in_nm_and_md_as_samtools_calmd_counts_it(tmp_path, command, out):
+    """An assembly gap (a run of N) at the same place in query and reference, N and IUPAC codes
+    against bases, R against R, and SNPs, through both SAM writers (pysam's for pairwise, the
+    columnar one for batch): the CIGAR's '=' covers identical letters (N/N too, as BLAST counts
+    identities), and NM and MD equal what samtools calmd computes from the reference."""
+    rng = np.random.default_rng(8)
+    reference = list("".join(rng.choice(list("ACGT"), 3000)))
+    reference[1000:1050] = "N" * 50
+    reference[2000] = "R"
+    query = reference.copy()
+    for k in (500, 1500, 2500):
+        query[k] = "A" if query[k] != "A" else "C"
+    query[700], query[2200] = "N", "Y"
+    (tmp_path / "r.fa").write_text(">ref\n" + "".join(reference) + "\n")
+    (tmp_path / "q.fa").write_text(">query\n" + "".join(query) + "\n")
+    assert main([command, "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "r.fa"), "--mode", "global",
+                 "--strand", "plus", "--backend", "cpu", "--out", str(tmp_path / out)]) == 0
+    with pysam.AlignmentFile(str(tmp_path / out)) as handle:
+        record = next(iter(handle))
+    assert record.cigarstring == "500=1X199=1X799=1X699=1X299=1X499="
+    calmd = pysam.calmd(str(tmp_path / out), str(tmp_path / "r.fa"))
+    recomputed = [line.split("\t") for line in calmd.splitlines() if not line.startswith("@")]
+    tags = dict((field[:2], field[5:]) for field in recomputed[0][11:])
+    assert (record.get_tag("MD"), record.get_tag("NM")) == (tags["MD"], int(tags["NM"])) and tags["NM"] == "55"
 
 
 def test_long_cigar_goes_to_cg_tag_and_reads_back(tmp_path):
