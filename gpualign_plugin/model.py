@@ -485,6 +485,21 @@ UNKNOWN_BASE = "N"
 ... including ambiguous bases"; samtools calmd's rule), although the CIGAR (``=``), BLAST and
 ssearch36 count an N aligned to an N as identical."""
 
+
+
+def unknown_matches(cigar: "Cigar", target_text: str) -> int:
+    """The ``=`` columns of an ``=XID`` ``cigar`` whose target letter (in ``target_text``, the aligned
+    target residues) is :data:`UNKNOWN_BASE`: an N matched by an N, which SAM's ``NM``, ``MD``
+    and minimap2's ``NM``, ``nmatch`` and ``de`` count as a difference."""
+    count = position = 0
+    for length, op in cigar.runs:
+        if op == "=":
+            count += target_text[position:position + length].upper().count(UNKNOWN_BASE)
+        if op in "=XD":
+            position += length
+    return count
+
+
 RUN_OPS = "=XID"
 """The operation of each 2-bit code of :attr:`AlignmentColumns.runs` (the order of :data:`gpualign_plugin.gotoh.OP_LETTERS`)."""
 

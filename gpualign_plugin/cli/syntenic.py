@@ -142,10 +142,13 @@ def _all_paths(paths: dict) -> list[str]:
     return [paths["blocks"], paths["query_bed"], paths["target_bed"], paths["paf"]] + paths["dotplots"]
 
 
-def write_outputs(paths: dict, results, description: str, command: str, unit: str) -> None:
+def write_outputs(paths: dict, results, description: str, command: str, unit: str,
+                  targets: dict | None = None) -> None:
     """Write every output, or none: a failure half-way removes what was already written.
 
-    ``unit`` is the length unit of the table header and dot plot axes (``'bp'`` or ``'aa'``).
+    ``unit`` is the length unit of the table header and dot plot axes (``'bp'`` or ``'aa'``);
+    ``targets`` the DNA target records by id, for the PAF's N-against-N columns
+    (:func:`gpualign_plugin.io.paf.write_paf`).
     """
     from gpualign_plugin.io import synteny
 
@@ -156,7 +159,7 @@ def write_outputs(paths: dict, results, description: str, command: str, unit: st
         written.append(paths["query_bed"])
         synteny.write_bed(paths["target_bed"], results, "target")
         written.append(paths["target_bed"])
-        synteny.write_paf(paths["paf"], results)
+        synteny.write_paf(paths["paf"], results, targets)
         written.append(paths["paf"])
         for path, result in zip(paths["dotplots"], results):
             synteny.write_dotplot(path, result, unit)
@@ -212,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
              counted(sum(len(r.matching_regions) for r in results), "matching region"),
              counted(sum(len(r.difference_blocks) for r in results), "difference block"), stats.gcups)
     description = f"{scheme.describe()}, block penalty {block_penalty}"
-    write_outputs(paths, results, description, command_line(args), "bp" if scheme.is_dna else "aa")
+    write_outputs(paths, results, description, command_line(args), "bp" if scheme.is_dna else "aa",
+                  {t.id: t for t in targets} if scheme.is_dna else None)
     stats.write(args.stats)
     return 0

@@ -259,14 +259,54 @@ def tsv_lines(table: AlignmentTable) -> np.ndarray:
 
 _TP_AS = np.frombuffer(b"tp:A:", dtype=np.uint8)
 _AS = np.frombuffer(b"AS:i:", dtype=np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _unknown_matches(runs, first, last, target_text, start, unknown):
+    """``=`` columns of ``runs[first:last]`` whose target letter is ``unknown`` (an upper-case byte;
+    0: none): an N matched by an N (:data:`~gpualign_plugin.model.UNKNOWN_BASE`)."""
+    count = 0
+    if unknown == 0:
+        return 0
+    position = start
+    for r in range(first, last):
+        length = runs[r] >> 2
+        op = runs[r] & 3
+        if op == 0:
+            for x in range(position, position + length):
+                count += (target_text[x] & 0xDF) == unknown
+        if op != 2:
+            position += length
+    return count
+
+
+@njit(cache=True, parallel=True)
+def _unknown_counts(runs, ro, target_text, target_offsets, ti, ts, unknown):
+    counts = np.zeros(ro.shape[0] - 1, np.int64)
+    for k in prange(ro.shape[0] - 1):
+        counts[k] = _unknown_matches(runs, ro[k], ro[k + 1], target_text, target_offsets[ti[k]] + ts[k],
+                                     unknown)
+    return counts
+
+
+def unknown_counts(table: AlignmentTable, target_text: np.ndarray, target_offsets: np.ndarray,
+                   dna: bool) -> np.ndarray:
+    """Per row, its ``=`` columns of an N against an N (``int64``; zeros unless ``dna``): what
+    minimap2 and samtools count as differences (:func:`gpualign_plugin.model.unknown_matches`)."""
+    return _unknown_counts(table.runs, table.run_offsets, target_text, target_offsets, table.target_index,
+                           table.target_start, ord(UNKNOWN_BASE) if dna else 0)
+
+
 _NM = np.frombuffer(b"NM:i:", dtype=np.uint8)
 _CG = np.frombuffer(b"cg:Z:", dtype=np.uint8)
 
 
 @njit(cache=True, nogil=True)
 def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score, runs,
-             ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag):
+             ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag, unknowns):
     matches, mismatches, gaps, _, columns = _run_sums(runs, ro[k], ro[k + 1])
+    matches -= unknowns[k]
+    mismatches += unknowns[k]
     pos = _put_slice(buf, pos, qn, qo[qi[k]], qo[qi[k] + 1] - 1, write)
     for value in (ql[k], qs[k], qe[k]):
         pos = _put_byte(buf, pos, 9, write)
@@ -291,30 +331,33 @@ def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
 
 @njit(cache=True, parallel=True)
 def _paf_lines(qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score, runs, ro, primary, mapq,
-               ops, tp_tag, as_tag, nm_tag, cg_tag):
+               ops, tp_tag, as_tag, nm_tag, cg_tag, unknowns):
     count = score.shape[0]
     empty = np.empty(0, np.uint8)
     ends = np.zeros(count + 1, np.int64)
     for k in prange(count):
         ends[k + 1] = _paf_row(empty, 0, k, False, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
                                minus, score, runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag,
-                               cg_tag)
+                               cg_tag, unknowns)
     ends = np.cumsum(ends)
     buf = np.empty(ends[count], np.uint8)
     for k in prange(count):
         _paf_row(buf, ends[k], k, True, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score,
-                 runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag)
+                 runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag, unknowns)
     return buf
 
 
-def paf_lines(table: AlignmentTable) -> np.ndarray:
-    """PAF lines of every row (``uint8`` text), in row order, as :func:`gpualign_plugin.io.paf.paf_line` writes them."""
+def paf_lines(table: AlignmentTable, target_text: np.ndarray, target_offsets: np.ndarray,
+              dna: bool) -> np.ndarray:
+    """PAF lines of every row (``uint8`` text), in row order, as :func:`gpualign_plugin.io.paf.paf_line`
+    writes them (given the target records when ``dna``; ``target_text`` and ``target_offsets``
+    as in :func:`sam_lines`)."""
     t = table
     return _paf_lines(t.query_names.data, t.query_names.offsets, t.target_names.data,
                       t.target_names.offsets, t.query_index, t.target_index, t.query_length,
                       t.target_length, t.query_start, t.query_end, t.target_start, t.target_end,
                       t.minus, t.score, t.runs, t.run_offsets, t.primary, t.mapq, _OPS, _TP_AS, _AS,
-                      _NM, _CG)
+                      _NM, _CG, unknown_counts(t, target_text, target_offsets, dna))
 
 
 _SAM_MD = np.frombuffer(b"MD:Z:", dtype=np.uint8)
@@ -337,25 +380,6 @@ def _md_ok(runs, first, last, target_text, start):
         if op != 2:
             position += length
     return True
-
-
-@njit(cache=True, nogil=True)
-def _unknown_matches(runs, first, last, target_text, start, unknown):
-    """``=`` columns of ``runs[first:last]`` whose target letter is ``unknown`` (an upper-case byte;
-    0: none): an N matched by an N, a difference in SAM's NM (:data:`~gpualign_plugin.model.UNKNOWN_BASE`)."""
-    count = 0
-    if unknown == 0:
-        return 0
-    position = start
-    for r in range(first, last):
-        length = runs[r] >> 2
-        op = runs[r] & 3
-        if op == 0:
-            for x in range(position, position + length):
-                count += (target_text[x] & 0xDF) == unknown
-        if op != 2:
-            position += length
-    return count
 
 
 @njit(cache=True, nogil=True)
@@ -397,7 +421,7 @@ def _put_md(buf, pos, runs, first, last, target_text, start, unknown, write):
 def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, runs, ro,
              primary, mapq, ops, query_text, query_offsets, target_text, target_offsets, with_seq,
              seq_plus, seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates,
-             unknown):
+             unknown, unknowns):
     first, last = ro[k], ro[k + 1]
     _, mismatches, gaps, _, _ = _run_sums(runs, first, last)
     start = target_offsets[ti[k]] + ts[k]
@@ -438,7 +462,7 @@ def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, min
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_byte(buf, pos, 42, write)
     pos = _put_byte(buf, pos, 9, write)
-    edits = mismatches + gaps + _unknown_matches(runs, first, last, target_text, start, unknown)
+    edits = mismatches + gaps + unknowns[k]
     pos = _put_score_tags(buf, pos, as_tag, score[k], nm_tag, edits, write)
     if _md_ok(runs, first, last, target_text, start):
         pos = _put_byte(buf, pos, 9, write)
@@ -454,7 +478,8 @@ def _sam_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, min
 @njit(cache=True, parallel=True)
 def _sam_lines(order, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, runs, ro, primary,
                mapq, ops, query_text, query_offsets, target_text, target_offsets, with_seq, seq_plus,
-               seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates, unknown):
+               seq_minus, de_text, de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates, unknown,
+               unknowns):
     count = order.shape[0]
     empty = np.empty(0, np.uint8)
     ends = np.zeros(count + 1, np.int64)
@@ -462,23 +487,25 @@ def _sam_lines(order, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, 
         ends[x + 1] = _sam_row(empty, 0, order[x], False, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te,
                                minus, score, runs, ro, primary, mapq, ops, query_text, query_offsets,
                                target_text, target_offsets, with_seq, seq_plus, seq_minus, de_text,
-                               de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates, unknown)
+                               de_offsets, de_index, as_tag, nm_tag, md_tag, de_tag, mates, unknown,
+                               unknowns)
     ends = np.cumsum(ends)
     buf = np.empty(ends[count], np.uint8)
     for x in prange(count):
         _sam_row(buf, ends[x], order[x], True, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus,
                  score, runs, ro, primary, mapq, ops, query_text, query_offsets, target_text,
                  target_offsets, with_seq, seq_plus, seq_minus, de_text, de_offsets, de_index,
-                 as_tag, nm_tag, md_tag, de_tag, mates, unknown)
+                 as_tag, nm_tag, md_tag, de_tag, mates, unknown, unknowns)
     return buf
 
 
-def _divergence_texts(table: AlignmentTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _divergence_texts(table: AlignmentTable, unknowns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``de:f`` value of every row as pysam writes it: ``(text, offsets, index of each row)``.
 
     The value is a 32-bit float of (mismatches + gap opens) / (matches + mismatches + gap
-    opens); the distinct pairs of counts are few, so each is formatted once, by htslib
-    itself (through a pysam record), and rows point at their text.
+    opens), the ``unknowns`` of the matches (N against N) counted as mismatches; the distinct
+    pairs of counts are few, so each is formatted once, by htslib itself (through a pysam
+    record), and rows point at their text.
     """
     import pysam
 
@@ -489,8 +516,8 @@ def _divergence_texts(table: AlignmentTable) -> tuple[np.ndarray, np.ndarray, np
     matches = np.bincount(row, weights=length * (op == 0), minlength=len(table)).astype(np.int64)
     mismatches = np.bincount(row, weights=length * (op == 1), minlength=len(table)).astype(np.int64)
     opens = np.bincount(row, weights=(op >= 2), minlength=len(table)).astype(np.int64)
-    events = mismatches + opens
-    key = events * (1 << 32) + matches + events
+    events = mismatches + unknowns + opens
+    key = events * (1 << 32) + matches + mismatches + opens
     distinct, index = np.unique(key, return_inverse=True)
     header = pysam.AlignmentHeader.from_dict({"SQ": [{"SN": "x", "LN": 1}]})  # a minimal record
     record = pysam.AlignedSegment(header)
@@ -529,14 +556,15 @@ def sam_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.n
     """
     t = table
     order = np.lexsort((np.arange(len(t)), t.minus, t.target_start, t.target_index))
-    de_text, de_offsets, de_index = _divergence_texts(t)
+    unknowns = unknown_counts(t, target_text, target_offsets, dna)
+    de_text, de_offsets, de_index = _divergence_texts(t, unknowns)
     return _sam_lines(order, t.query_names.data, t.query_names.offsets, t.target_names.data,
                       t.target_names.offsets, t.query_index, t.target_index, t.query_length,
                       t.query_start, t.query_end, t.target_start, t.target_end, t.minus, t.score,
                       t.runs, t.run_offsets, t.primary, t.mapq, _OPS, query_text, query_offsets,
                       target_text, target_offsets, dna, _SEQ_PLUS, _SEQ_MINUS, de_text,
                       de_offsets, de_index, _AS, _NM, _SAM_MD, _SAM_DE, _SAM_MATES,
-                      ord(UNKNOWN_BASE) if dna else 0)
+                      ord(UNKNOWN_BASE) if dna else 0, unknowns)
 
 
 @njit(cache=True, nogil=True)

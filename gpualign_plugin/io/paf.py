@@ -13,7 +13,9 @@ query placed elsewhere) or ``tp:A:S`` (secondary), ``AS:i`` (score), ``NM:i``
 the alignment has them, ``%.3g`` and ``%.1f``) and last ``cg:Z`` (the CIGAR along the
 target in ``=``/``X`` form, as ``minimap2 --eqx`` writes it; minimap2's default
 is ``M`` form). On the minus strand the CIGAR reads the reverse complement of
-the query, as in minimap2.
+the query, as in minimap2. An N matched by an N is an ``=`` column that minimap2 leaves out of
+``nmatch`` and counts in ``NM``; so do we where the writer is given the DNA targets (minimap2
+also leaves every column with an ambiguous base out of ``alen``; we count every column).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import IO, Iterable, Union
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import text_output
 from gpualign_plugin.io.text import text_input
-from gpualign_plugin.model import Alignment
+from gpualign_plugin.model import Alignment, unknown_matches
 
 COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart", "tend",
            "nmatch", "alen", "mapq")
@@ -33,12 +35,15 @@ COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart
 _INTEGER_COLUMNS = frozenset(COLUMNS) - {"qname", "strand", "tname"}
 
 
-def paf_line(alignment: Alignment) -> str:
-    """One PAF line (without newline) for ``alignment``; layout in the module docstring."""
+def paf_line(alignment: Alignment, target=None) -> str:
+    """One PAF line (without newline) for ``alignment``; layout in the module docstring.
+    ``target`` (the DNA target record, a :class:`~gpualign_plugin.scoring.Sequence`) moves the
+    N-against-N columns from ``nmatch`` to ``NM``; without it they stay matches."""
     a = alignment
+    unknown = unknown_matches(a.cigar, target.text[a.target_start:a.target_end]) if target is not None else 0
     fields = [a.query_id, a.query_length, a.query_start, a.query_end, a.strand, a.target_id,
-              a.target_length, a.target_start, a.target_end, a.matches, a.columns, a.mapq,
-              f"tp:A:{'P' if a.is_primary else 'S'}", f"AS:i:{a.score}", f"NM:i:{a.edit_distance}"]
+              a.target_length, a.target_start, a.target_end, a.matches - unknown, a.columns, a.mapq,
+              f"tp:A:{'P' if a.is_primary else 'S'}", f"AS:i:{a.score}", f"NM:i:{a.edit_distance + unknown}"]
     if a.evalue is not None:
         fields += [f"ZE:f:{a.evalue:.3g}", f"ZB:f:{a.bit_score:.1f}"]
     fields.append(f"cg:Z:{a.cigar}")
@@ -46,7 +51,7 @@ def paf_line(alignment: Alignment) -> str:
 
 
 def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
-              alignments: Iterable[Alignment]) -> None:
+              alignments: Iterable[Alignment], targets: dict | None = None) -> None:
     """Write alignments as PAF, one line each, in the given order.
 
     Parameters
@@ -56,10 +61,15 @@ def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
         handle is written to and left open.
     alignments : iterable of Alignment
         Usually the output of :func:`~gpualign_plugin.pairwise.placement.place`.
+    targets : dict, optional
+        DNA target records by id (:class:`~gpualign_plugin.scoring.Sequence`): an N matched by
+        an N counts in ``NM`` and not in ``nmatch``, as minimap2 counts it (:func:`paf_line`).
+        Leave out for protein.
     """
     with text_output(path_or_handle) as handle:
         for alignment in alignments:
-            handle.write(paf_line(alignment) + "\n")
+            target = targets[alignment.target_id] if targets is not None else None
+            handle.write(paf_line(alignment, target) + "\n")
 
 
 def _tag_value(kind: str, value: str):

@@ -51,7 +51,7 @@ import pysam
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_path
-from gpualign_plugin.model import UNKNOWN_BASE, Alignment, Cigar
+from gpualign_plugin.model import UNKNOWN_BASE, Alignment, Cigar, unknown_matches
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_text
 
 Target = Union[Sequence, tuple]
@@ -163,21 +163,6 @@ def supplementary_tags(alignments: list[Alignment]) -> list[str | None]:
     return tags
 
 
-def sam_edit_distance(alignment: Alignment, target_text: str, dna: bool) -> int:
-    """SAM ``NM`` of ``alignment`` over the aligned target residues ``target_text``: mismatches and
-    gap columns, and for DNA also the ``=`` columns of an N against an N
-    (:data:`~gpualign_plugin.model.UNKNOWN_BASE`)."""
-    unknown = 0
-    if dna:
-        position = 0
-        for length, op in alignment.cigar.runs:
-            if op == "=":
-                unknown += target_text[position:position + length].upper().count(UNKNOWN_BASE)
-            if op in "=XD":
-                position += length
-    return alignment.edit_distance + unknown
-
-
 def md_tag(cigar: Cigar, target_text: str, dna: bool = True) -> str | None:
     """SAM ``MD:Z`` string of an ``=XID`` CIGAR over the aligned target residues.
 
@@ -239,10 +224,12 @@ def md_tag(cigar: Cigar, target_text: str, dna: bool = True) -> str | None:
     return md if _MD_GRAMMAR.fullmatch(md) else None
 
 
-def gap_compressed_divergence(alignment: Alignment) -> float:
-    """minimap2's ``de``: (mismatches + gap opens) / (matches + mismatches + gap opens); 0 if empty."""
-    events = alignment.mismatches + alignment.gap_opens
-    total = alignment.matches + events
+def gap_compressed_divergence(alignment: Alignment, unknown: int = 0) -> float:
+    """minimap2's ``de``: (mismatches + gap opens) / (matches + mismatches + gap opens); 0 if empty.
+    ``unknown`` of the matches (N against N, :func:`~gpualign_plugin.model.unknown_matches`) count
+    as mismatches, as minimap2 counts them."""
+    events = alignment.mismatches + unknown + alignment.gap_opens
+    total = alignment.matches + alignment.mismatches + alignment.gap_opens
     return events / total if total else 0.0
 
 
@@ -332,9 +319,10 @@ def _record(alignment: Alignment, header: pysam.AlignmentHeader, reference_id: i
     record.template_length = 0
     aligned_target = target.text[alignment.target_start:alignment.target_end]
     md = md_tag(alignment.cigar, aligned_target, dna)
-    tags = [("AS", int(alignment.score), "i"), ("NM", sam_edit_distance(alignment, aligned_target, dna), "i")]
+    unknown = unknown_matches(alignment.cigar, aligned_target) if dna else 0
+    tags = [("AS", int(alignment.score), "i"), ("NM", alignment.edit_distance + unknown, "i")]
     tags += [("MD", md, "Z")] if md is not None else []
-    tags += [("de", gap_compressed_divergence(alignment), "f")]
+    tags += [("de", gap_compressed_divergence(alignment, unknown), "f")]
     if alignment.evalue is not None:
         tags += [("ZE", float(alignment.evalue), "f"), ("ZB", float(alignment.bit_score), "f")]
     if sa is not None:

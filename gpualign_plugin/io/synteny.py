@@ -119,13 +119,16 @@ def region_alignment(result: SyntenicAlignment, block: SyntenicBlock) -> Alignme
                      mapq=255)
 
 
-def write_paf(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment]) -> None:
-    """Write one PAF line per matching region (atomically), with a ``bk:i`` tag: the block's number."""
+def write_paf(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment],
+              targets: dict | None = None) -> None:
+    """Write one PAF line per matching region (atomically), with a ``bk:i`` tag: the block's number.
+    ``targets``: DNA target records by id, as :func:`gpualign_plugin.io.paf.write_paf` takes them."""
     with atomic_text(path) as handle:
         for result in alignments:
+            target = targets[result.target_id] if targets is not None else None
             for number, block in enumerate(result.blocks, start=1):
                 if block.kind == "match":
-                    handle.write(f"{paf_line(region_alignment(result, block))}\tbk:i:{number}\n")
+                    handle.write(f"{paf_line(region_alignment(result, block), target)}\tbk:i:{number}\n")
 
 
 def write_dotplot(path: str | os.PathLike, result: SyntenicAlignment, unit: str = "bp") -> None:

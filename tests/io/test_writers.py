@@ -237,24 +237,36 @@ def test_md_and_nm_agree_with_samtools_calmd(tmp_path_factory, seed):
         assert ours[fields[0]] == (tags["MD"], int(tags["NM"])), line
 
 
-@pytest.mark.parametrize("command, out", [("pairwise", "q.bam"), ("batch", "q.sam")])
-def test_n_against_n_is_a_difference_in_nm_and_md_as_samtools_calmd_counts_it(tmp_path, command, out):
-    """An assembly gap (a run of N) at the same place in query and reference, N and IUPAC codes
-    against bases, R against R, and SNPs, through both SAM writers (pysam's for pairwise, the
-    columnar one for batch): the CIGAR's '=' covers identical letters (N/N too, as BLAST counts
-    identities), and NM and MD equal what samtools calmd computes from the reference."""
+def n_gap_pair(tmp_path, extra_differences: bool):
+    """A 3 kbp reference with an assembly gap (50 N) and a query that has the same gap and three
+    SNPs; with ``extra_differences`` also an N and a Y against bases and an R against an R."""
     rng = np.random.default_rng(8)
     reference = list("".join(rng.choice(list("ACGT"), 3000)))
     reference[1000:1050] = "N" * 50
-    reference[2000] = "R"
+    if extra_differences:
+        reference[2000] = "R"
     query = reference.copy()
     for k in (500, 1500, 2500):
         query[k] = "A" if query[k] != "A" else "C"
-    query[700], query[2200] = "N", "Y"
+    if extra_differences:
+        query[700], query[2200] = "N", "Y"
     (tmp_path / "r.fa").write_text(">ref\n" + "".join(reference) + "\n")
     (tmp_path / "q.fa").write_text(">query\n" + "".join(query) + "\n")
+
+
+def run_global(tmp_path, command: str, out: str) -> None:
     assert main([command, "-q", str(tmp_path / "q.fa"), "-t", str(tmp_path / "r.fa"), "--mode", "global",
                  "--strand", "plus", "--backend", "cpu", "--out", str(tmp_path / out)]) == 0
+
+
+@pytest.mark.parametrize("command, out", [("pairwise", "q.bam"), ("batch", "q.sam")])
+def test_n_against_n_is_a_difference_in_nm_and_md_as_samtools_calmd_counts_it(tmp_path, command, out):
+    """An assembly gap at the same place in query and reference, N and IUPAC codes against bases,
+    R against R, and SNPs, through both SAM writers (pysam's for pairwise, the columnar one for
+    batch): the CIGAR's '=' covers identical letters (N/N too, as BLAST counts identities), and NM
+    and MD equal what samtools calmd computes from the reference."""
+    n_gap_pair(tmp_path, extra_differences=True)
+    run_global(tmp_path, command, out)
     with pysam.AlignmentFile(str(tmp_path / out)) as handle:
         record = next(iter(handle))
     assert record.cigarstring == "500=1X199=1X799=1X699=1X299=1X499="
@@ -262,6 +274,29 @@ def test_n_against_n_is_a_difference_in_nm_and_md_as_samtools_calmd_counts_it(tm
     recomputed = [line.split("\t") for line in calmd.splitlines() if not line.startswith("@")]
     tags = dict((field[:2], field[5:]) for field in recomputed[0][11:])
     assert (record.get_tag("MD"), record.get_tag("NM")) == (tags["MD"], int(tags["NM"])) and tags["NM"] == "55"
+
+
+@pytest.mark.parametrize("command", ["pairwise", "batch"])
+def test_n_against_n_in_paf_nmatch_nm_and_sam_de_as_minimap2_counts_it(tmp_path, command):
+    """The gap pair with three SNPs: minimap2 (``-c --eqx``) writes ``=`` over the N/N columns but
+    leaves them out of nmatch (2947) and counts them in NM (53) and de (53 / 3000); both PAF
+    writers and both SAM writers do the same, and agree with minimap2 itself where it is
+    installed. (minimap2 also leaves them out of the block length, 2950; we count every column.)"""
+    n_gap_pair(tmp_path, extra_differences=False)
+    run_global(tmp_path, command, "q.paf")
+    run_global(tmp_path, command, "q.sam")
+    row = read_paf(str(tmp_path / "q.paf"))[0]
+    with pysam.AlignmentFile(str(tmp_path / "q.sam")) as handle:
+        record = next(iter(handle))
+    ours = (row["nmatch"], row["alen"], row["NM"], row["cg"], record.get_tag("NM"), round(record.get_tag("de"), 4))
+    assert ours == (2947, 3000, 53, "500=1X999=1X999=1X499=", 53, 0.0177)
+    if shutil.which("minimap2") is None:
+        return
+    paf = subprocess.run(["minimap2", "-c", "--eqx", str(tmp_path / "r.fa"), str(tmp_path / "q.fa")],
+                         check=True, capture_output=True, text=True).stdout.split("\t")
+    tags = dict((field[:2], field[5:]) for field in paf[12:])
+    assert (int(paf[9]), int(tags["NM"]), tags["cg"].strip(), round(float(tags["de"]), 4)) == \
+        (ours[0], ours[2], ours[3], ours[5])
 
 
 def test_long_cigar_goes_to_cg_tag_and_reads_back(tmp_path):
