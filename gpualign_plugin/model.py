@@ -486,8 +486,7 @@ UNKNOWN_BASE = "N"
 ssearch36 count an N aligned to an N as identical."""
 
 
-
-def unknown_matches(cigar: "Cigar", target_text: str) -> int:
+def unknown_matches(cigar: Cigar, target_text: str) -> int:
     """The ``=`` columns of an ``=XID`` ``cigar`` whose target letter (in ``target_text``, the aligned
     target residues) is :data:`UNKNOWN_BASE`: an N matched by an N, which SAM's ``NM``, ``MD``
     and minimap2's ``NM``, ``nmatch`` and ``de`` count as a difference."""

@@ -259,6 +259,8 @@ def tsv_lines(table: AlignmentTable) -> np.ndarray:
 
 _TP_AS = np.frombuffer(b"tp:A:", dtype=np.uint8)
 _AS = np.frombuffer(b"AS:i:", dtype=np.uint8)
+_NM = np.frombuffer(b"NM:i:", dtype=np.uint8)
+_CG = np.frombuffer(b"cg:Z:", dtype=np.uint8)
 
 
 @njit(cache=True, nogil=True)
@@ -295,10 +297,6 @@ def unknown_counts(table: AlignmentTable, target_text: np.ndarray, target_offset
     minimap2 and samtools count as differences (:func:`gpualign_plugin.model.unknown_matches`)."""
     return _unknown_counts(table.runs, table.run_offsets, target_text, target_offsets, table.target_index,
                            table.target_start, ord(UNKNOWN_BASE) if dna else 0)
-
-
-_NM = np.frombuffer(b"NM:i:", dtype=np.uint8)
-_CG = np.frombuffer(b"cg:Z:", dtype=np.uint8)
 
 
 @njit(cache=True, nogil=True)

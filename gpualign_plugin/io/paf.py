@@ -27,6 +27,7 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import text_output
 from gpualign_plugin.io.text import text_input
 from gpualign_plugin.model import Alignment, unknown_matches
+from gpualign_plugin.scoring import Sequence
 
 COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart", "tend",
            "nmatch", "alen", "mapq")
@@ -35,7 +36,7 @@ COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart
 _INTEGER_COLUMNS = frozenset(COLUMNS) - {"qname", "strand", "tname"}
 
 
-def paf_line(alignment: Alignment, target=None) -> str:
+def paf_line(alignment: Alignment, target: Sequence | None = None) -> str:
     """One PAF line (without newline) for ``alignment``; layout in the module docstring.
     ``target`` (the DNA target record, a :class:`~gpualign_plugin.scoring.Sequence`) moves the
     N-against-N columns from ``nmatch`` to ``NM``; without it they stay matches."""

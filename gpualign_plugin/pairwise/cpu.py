@@ -425,8 +425,6 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
                          kernels.cigar_from_ops(problem.ops[:problem.length]))
 
 
-
-
 def align_cells(query_length: int, target_length: int,
                 memory_budget: int = DEFAULT_MEMORY_BUDGET) -> int:
     """DP cells :func:`align_pair` computes at most with one checkpoint level (its progress total).

@@ -297,7 +297,6 @@ class _Sweep:
         return top_h, top_f, left_h, left_e
 
 
-
 _LINK_FIELDS = np.dtype([("ready_in", "u8"), ("ready_out", "u8"), ("edge_h", "u8"), ("edge_e", "u8"),
                          ("best_in", "u8"), ("best_out", "u8"), ("abort", "u8"), ("cols_after", "i4"),
                          ("padding", "i4")])
@@ -605,7 +604,6 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
     return end
 
 
-
 SCORE_ROWS = (16, 8, 4, 2)
 """Rows per lane :class:`PairScorer` chooses from (``striped_score_pairs<R>`` instances)."""
 STEP_OVERHEAD_ROWS = 4
@@ -787,6 +785,7 @@ class PairScorer:
         self.pruned_cells += int(pruned.get()[0])
         for p, end in zip(group, local_end_cells(best.get().reshape(-1, 3).astype(np.int64), counts)):
             results[p] = end
+
 
 ALLOC_UNIT = 512
 """CuPy's memory pool rounds every allocation up to a multiple of this many bytes."""

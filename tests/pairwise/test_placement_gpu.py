@@ -153,4 +153,3 @@ def test_placement_and_alignment_split_over_devices_equal_one_device():
     split = {}
     aligned = align_records([strain], targets, SCHEME, "global", backend="gpu", devices=[0, 0], gpu_profile=split)
     assert aligned == align_records([strain], targets, SCHEME, "global", backend="gpu") and split["slabs"] == 2
-
