@@ -1,8 +1,10 @@
-"""Shared fixtures: GPU tests skip cleanly where no usable GPU is present."""
+"""Shared fixtures: GPU tests skip cleanly where no usable GPU is present, tests that run an
+external tool (``@pytest.mark.tools("samtools")``) where that tool is not installed."""
 
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -22,6 +24,10 @@ def pytest_collection_modifyitems(config, items):
                 reason = _gpu_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"no usable GPU: {reason}"))
+        for marker in item.iter_markers("tools"):
+            missing = [name for name in marker.args if shutil.which(name) is None]
+            if missing:
+                item.add_marker(pytest.mark.skip(reason=f"not installed: {', '.join(missing)}"))
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 
@@ -66,6 +65,7 @@ def assembly(tmp_path_factory):
     return directory
 
 
+@pytest.mark.tools("samtools")
 def test_a_contig_without_a_placement_is_an_unmapped_bam_record(tmp_path):
     # As `gpualign pairwise` writes it, so that samtools flagstat counts it.
     reference, _, _ = simulated(5)
@@ -86,7 +86,7 @@ def test_a_contig_without_a_placement_is_an_unmapped_bam_record(tmp_path):
     assert re.search(r"^1 \+ 0 mapped", flagstat, re.M), flagstat
 
 
-@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+@pytest.mark.tools("dnadiff")
 def test_report_agrees_with_dnadiff(assembly):
     subprocess.run(["dnadiff", "-p", str(assembly / "dnadiff"), str(assembly / "ref.fa"),
                     str(assembly / "asm.fa")], check=True, capture_output=True)
@@ -108,7 +108,7 @@ def test_report_agrees_with_dnadiff(assembly):
         assert abs(ours_value - theirs_value) <= max(1.0, 0.05 * theirs_value), side_by_side
 
 
-@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+@pytest.mark.tools("dnadiff")
 def test_a_collapsed_repeat_counts_every_reference_copy_as_dnadiff(tmp_path):
     # The reference holds a 1.5 kbp repeat three times; the assembly has the unique parts
     # (two of them reversed) and the repeat once, as short-read assemblies do.
@@ -122,7 +122,7 @@ def test_a_collapsed_repeat_counts_every_reference_copy_as_dnadiff(tmp_path):
     assert ours["AlignedBases"][0].strip().startswith(str(len(reference)))
 
 
-@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+@pytest.mark.tools("dnadiff")
 def test_snps_where_the_ends_of_a_circular_contig_overlap_count_once_as_in_dnadiff(tmp_path):
     # A complete circular assembly starts elsewhere than the reference and repeats its first
     # 600 bases at its end: those reference bases are aligned twice. dnadiff (show-snps -C)
@@ -148,7 +148,7 @@ def test_snps_where_the_ends_of_a_circular_contig_overlap_count_once_as_in_dnadi
         assert abs(number(ours[label][0]) - number(theirs[label][0])) <= 2, (label, ours[label], theirs[label])
 
 
-@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+@pytest.mark.tools("dnadiff")
 def test_a_redundant_contig_is_not_a_one_to_one_alignment_as_in_dnadiff(tmp_path):
     # An assembly with a whole-genome contig and two redundant pieces of it (one reversed):
     # dnadiff's 1-to-1 set keeps one alignment per reference position, its M-to-M set all three.
@@ -160,7 +160,7 @@ def test_a_redundant_contig_is_not_a_one_to_one_alignment_as_in_dnadiff(tmp_path
     assert ours["AlignedBases"] == theirs["AlignedBases"]
 
 
-@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+@pytest.mark.tools("dnadiff")
 def test_snps_under_a_redundant_contig_count_as_in_dnadiff(tmp_path):
     # A whole-genome contig with SNPs and a redundant piece of it: dnadiff's SNPs come from its
     # 1-to-1 alignments (show-snps -C on the .1delta), where the piece's alignment is filtered
@@ -174,7 +174,7 @@ def test_snps_under_a_redundant_contig_count_as_in_dnadiff(tmp_path):
         assert ours[label] == theirs[label], (label, ours[label], theirs[label])
 
 
-@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+@pytest.mark.tools("dnadiff")
 def test_a_base_that_an_ambiguity_code_allows_is_no_snp_as_in_dnadiff(tmp_path):
     # A reference with IUPAC codes: show-snps skips a pair its CompareIUPAC accepts (R against
     # A or G, N against anything), so such a pair is no SNP and takes no SNP's buffer; a code
@@ -193,7 +193,7 @@ def test_a_base_that_an_ambiguity_code_allows_is_no_snp_as_in_dnadiff(tmp_path):
         assert ours[label] == theirs[label], (label, ours[label], theirs[label])
 
 
-@pytest.mark.skipif(shutil.which("dnadiff") is None, reason="MUMmer's dnadiff is not installed")
+@pytest.mark.tools("dnadiff")
 def test_a_tandem_duplication_is_a_tandem_insertion_as_in_dnadiff(tmp_path):
     # 300 reference bases repeated in tandem in the assembly. The placement cuts the contig
     # at the copy, whose piece then abuts the first alignment on both sequences: one
@@ -208,6 +208,7 @@ def test_a_tandem_duplication_is_a_tandem_insertion_as_in_dnadiff(tmp_path):
         assert ours[label] == theirs[label], (label, ours[label], theirs[label])
 
 
+@pytest.mark.tools("samtools", "bcftools")
 def test_outputs_are_complete_and_readable(assembly):
     rows = report_rows(assembly / "asm.report")
     report = (assembly / "asm.report").read_text()

@@ -44,6 +44,7 @@ def run_cli(*args):
     return main(["pairwise", *map(str, args)])
 
 
+@pytest.mark.tools("samtools")
 def test_semiglobal_placement_writes_valid_sorted_indexed_bam_and_paf(genomes, tmp_path):
     query, target = genomes
     bam, paf = tmp_path / "out.bam", tmp_path / "out.paf"
@@ -355,6 +356,7 @@ def test_console_script_help_and_version():
     assert "examples:" in helptext and "--mode" in helptext and "--backend" in helptext
 
 
+@pytest.mark.tools("samtools")
 def test_local_placement_writes_pieces_supplementary_and_unmapped_records(tmp_path):
     """A rearranged contig (forward piece, inverted piece, piece from another record), a plain
     one and an unrelated one: primary + 2 supplementary with SA tags and hard clips, one

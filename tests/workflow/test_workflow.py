@@ -201,6 +201,7 @@ def test_changing_local_gpus_reruns_nothing(tmp_path):
     assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-2000:]
 
 
+@pytest.mark.tools("samtools")
 def test_demo_bams_are_sorted_indexed_and_readable(demo):
     for genome in ("strainA", "strainB"):
         bam = os.path.join(demo, "results", "pairwise", f"{genome}.bam")
@@ -254,6 +255,7 @@ def near(a: int, b: int, tolerance: int = 25) -> bool:
 
 
 @pytest.mark.parametrize("genome", ["strainA", "strainB"])
+@pytest.mark.tools("bcftools")
 def test_demo_comparison_finds_every_planted_event(demo, genome):
     events = planted(demo, genome)
     results = os.path.join(demo, "results", "compare", genome)
