@@ -15,6 +15,7 @@ Coordinate conventions (used everywhere in gpualign):
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -489,7 +490,7 @@ ssearch36 count an N aligned to an N as identical."""
 def unknown_matches(cigar: Cigar, target_text: str) -> int:
     """The ``=`` columns of an ``=XID`` ``cigar`` whose target letter (in ``target_text``, the aligned
     target residues) is :data:`UNKNOWN_BASE`: an N matched by an N, which SAM's ``NM``, ``MD``
-    and minimap2's ``NM``, ``nmatch`` and ``de`` count as a difference."""
+    and ``de`` count as a difference (PAF counts every ambiguous letter: :func:`ambiguous_columns`)."""
     count = position = 0
     for length, op in cigar.runs:
         if op == "=":
@@ -497,6 +498,41 @@ def unknown_matches(cigar: Cigar, target_text: str) -> int:
         if op in "=XD":
             position += length
     return count
+
+
+_AMBIGUOUS_BASE = re.compile("[^ACGTacgt]")
+
+
+def _offsets_in(positions: list[int], start: int, length: int) -> set[int]:
+    """The members of sorted ``positions`` in ``[start, start + length)``, as offsets from ``start``."""
+    return {p - start for p in positions[bisect_left(positions, start):bisect_left(positions, start + length)]}
+
+
+def ambiguous_columns(cigar: Cigar, query_text: str, target_text: str) -> tuple[int, int]:
+    """minimap2's ambiguous bases of a DNA alignment (its ``nn:i``): ``(matched, columns)``.
+
+    An ambiguous base is any letter but A, C, G, T (either case): N and the IUPAC codes.
+    ``matched`` counts the ``=`` columns of an ambiguous letter (minimap2 leaves them out of
+    ``nmatch`` and counts them in ``NM``); ``columns`` every column holding one: ``=`` or ``X``
+    with one on either side, ``I`` with one on the query, ``D`` with one on the target (minimap2
+    leaves them out of the block length). ``query_text`` and ``target_text`` are the aligned
+    residues in the ``cigar``'s order; on the minus strand the query's slice reversed will do,
+    as a complement is ambiguous exactly where its base is.
+    """
+    query_ambiguous = [m.start() for m in _AMBIGUOUS_BASE.finditer(query_text)]
+    target_ambiguous = [m.start() for m in _AMBIGUOUS_BASE.finditer(target_text)]
+    matched = columns = query_position = target_position = 0
+    for length, op in cigar.runs:
+        in_query = _offsets_in(query_ambiguous, query_position, length) if op != "D" else set()
+        in_target = _offsets_in(target_ambiguous, target_position, length) if op != "I" else set()
+        columns += len(in_query | in_target)
+        if op == "=":
+            matched += len(in_target)
+        if op != "D":
+            query_position += length
+        if op != "I":
+            target_position += length
+    return matched, columns
 
 
 RUN_OPS = "=XID"

@@ -222,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
                 write_bytes(path, ("\t".join(TSV_COLUMNS) + "\n").encode("utf-8"), tsv_lines(table))
                 written.append(path)
             elif fmt == "paf":
-                write_bytes(path, paf_lines(placed, targets.text, targets.offsets, scheme.is_dna))
+                write_bytes(path, paf_lines(placed, queries.text, queries.offsets, targets.text,
+                                            targets.offsets, scheme.is_dna))
                 written.append(path)
             elif fmt == "sam":
                 write_bytes(path, *sam_header_lines(table.target_names, targets.lengths,

@@ -126,7 +126,8 @@ def write_outputs(outputs, alignments, queries, targets, scheme, cmdline: str,
                                  unmapped=unmapped)
                 written += [path, path + ".bai", path + ".csi"]
             elif fmt == "paf":
-                write_paf(path, alignments, {t.id: t for t in targets} if scheme.is_dna else None)
+                records = (query_by_id, {t.id: t for t in targets}) if scheme.is_dna else ()
+                write_paf(path, alignments, *records)
                 written.append(path)
             else:
                 write_pairwise_text(path, alignments, query_by_id, targets, scheme, cmdline)

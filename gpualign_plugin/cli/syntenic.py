@@ -143,11 +143,11 @@ def _all_paths(paths: dict) -> list[str]:
 
 
 def write_outputs(paths: dict, results, description: str, command: str, unit: str,
-                  targets: dict | None = None) -> None:
+                  queries: dict | None = None, targets: dict | None = None) -> None:
     """Write every output, or none: a failure half-way removes what was already written.
 
     ``unit`` is the length unit of the table header and dot plot axes (``'bp'`` or ``'aa'``);
-    ``targets`` the DNA target records by id, for the PAF's N-against-N columns
+    ``queries`` and ``targets`` the DNA records by id, for the PAF's ambiguous bases
     (:func:`gpualign_plugin.io.paf.write_paf`).
     """
     from gpualign_plugin.io import synteny
@@ -159,7 +159,7 @@ def write_outputs(paths: dict, results, description: str, command: str, unit: st
         written.append(paths["query_bed"])
         synteny.write_bed(paths["target_bed"], results, "target")
         written.append(paths["target_bed"])
-        synteny.write_paf(paths["paf"], results, targets)
+        synteny.write_paf(paths["paf"], results, queries, targets)
         written.append(paths["paf"])
         for path, result in zip(paths["dotplots"], results):
             synteny.write_dotplot(path, result, unit)
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
              counted(sum(len(r.matching_regions) for r in results), "matching region"),
              counted(sum(len(r.difference_blocks) for r in results), "difference block"), stats.gcups)
     description = f"{scheme.describe()}, block penalty {block_penalty}"
-    write_outputs(paths, results, description, command_line(args), "bp" if scheme.is_dna else "aa",
-                  {t.id: t for t in targets} if scheme.is_dna else None)
+    records = ({q.id: q for q in queries}, {t.id: t for t in targets}) if scheme.is_dna else ()
+    write_outputs(paths, results, description, command_line(args), "bp" if scheme.is_dna else "aa", *records)
     stats.write(args.stats)
     return 0

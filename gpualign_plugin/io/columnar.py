@@ -260,6 +260,7 @@ def tsv_lines(table: AlignmentTable) -> np.ndarray:
 _TP_AS = np.frombuffer(b"tp:A:", dtype=np.uint8)
 _AS = np.frombuffer(b"AS:i:", dtype=np.uint8)
 _NM = np.frombuffer(b"NM:i:", dtype=np.uint8)
+_NN = np.frombuffer(b"nn:i:", dtype=np.uint8)
 _CG = np.frombuffer(b"cg:Z:", dtype=np.uint8)
 
 
@@ -300,11 +301,54 @@ def unknown_counts(table: AlignmentTable, target_text: np.ndarray, target_offset
 
 
 @njit(cache=True, nogil=True)
+def _is_ambiguous(letter):
+    upper = letter & 0xDF
+    return not (upper == 65 or upper == 67 or upper == 71 or upper == 84)
+
+
+@njit(cache=True, nogil=True)
+def _ambiguous_columns(runs, first, last, query_text, query_start, query_end, minus, target_text,
+                       target_start):
+    """``(matched, columns)`` of ``runs[first:last]`` as :func:`gpualign_plugin.model.ambiguous_columns`
+    counts them; query and target positions in their texts, the query's ``[query_start, query_end)``
+    read backwards when ``minus`` (a complement is ambiguous where its base is)."""
+    matched = columns = 0
+    q = query_end - 1 if minus else query_start
+    step = -1 if minus else 1
+    t = target_start
+    for r in range(first, last):
+        length = runs[r] >> 2
+        op = runs[r] & 3
+        for _ in range(length):
+            in_query = op != 3 and _is_ambiguous(query_text[q])
+            in_target = op != 2 and _is_ambiguous(target_text[t])
+            columns += in_query or in_target
+            matched += op == 0 and in_target
+            if op != 3:
+                q += step
+            if op != 2:
+                t += 1
+    return matched, columns
+
+
+@njit(cache=True, parallel=True)
+def _ambiguous_counts(runs, ro, query_text, query_offsets, qi, qs, qe, minus, target_text,
+                      target_offsets, ti, ts):
+    counts = np.zeros((ro.shape[0] - 1, 2), np.int64)
+    for k in prange(ro.shape[0] - 1):
+        base = query_offsets[qi[k]]
+        counts[k, 0], counts[k, 1] = _ambiguous_columns(runs, ro[k], ro[k + 1], query_text, base + qs[k],
+                                                        base + qe[k], minus[k], target_text,
+                                                        target_offsets[ti[k]] + ts[k])
+    return counts
+
+
+@njit(cache=True, nogil=True)
 def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score, runs,
-             ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag, unknowns):
+             ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, nn_tag, cg_tag, ambiguous, dna):
     matches, mismatches, gaps, _, columns = _run_sums(runs, ro[k], ro[k + 1])
-    matches -= unknowns[k]
-    mismatches += unknowns[k]
+    matches -= ambiguous[k, 0]
+    mismatches += ambiguous[k, 0]
     pos = _put_slice(buf, pos, qn, qo[qi[k]], qo[qi[k] + 1] - 1, write)
     for value in (ql[k], qs[k], qe[k]):
         pos = _put_byte(buf, pos, 9, write)
@@ -313,7 +357,7 @@ def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
     pos = _put_byte(buf, pos, 45 if minus[k] else 43, write)
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_slice(buf, pos, tn, to[ti[k]], to[ti[k] + 1] - 1, write)
-    for value in (tl[k], ts[k], te[k], matches, columns, mapq[k]):
+    for value in (tl[k], ts[k], te[k], matches, columns - ambiguous[k, 1], mapq[k]):
         pos = _put_byte(buf, pos, 9, write)
         pos = _put_int(buf, pos, value, write)
     pos = _put_byte(buf, pos, 9, write)
@@ -321,6 +365,10 @@ def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
     pos = _put_byte(buf, pos, 80 if primary[k] else 83, write)
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_score_tags(buf, pos, as_tag, score[k], nm_tag, mismatches + gaps, write)
+    if dna:
+        pos = _put_byte(buf, pos, 9, write)
+        pos = _put_text(buf, pos, nn_tag, write)
+        pos = _put_int(buf, pos, ambiguous[k, 1], write)
     pos = _put_byte(buf, pos, 9, write)
     pos = _put_text(buf, pos, cg_tag, write)
     pos = _put_runs(buf, pos, runs, ro[k], ro[k + 1], ops, write)
@@ -329,33 +377,37 @@ def _paf_row(buf, pos, k, write, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
 
 @njit(cache=True, parallel=True)
 def _paf_lines(qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score, runs, ro, primary, mapq,
-               ops, tp_tag, as_tag, nm_tag, cg_tag, unknowns):
+               ops, tp_tag, as_tag, nm_tag, nn_tag, cg_tag, ambiguous, dna):
     count = score.shape[0]
     empty = np.empty(0, np.uint8)
     ends = np.zeros(count + 1, np.int64)
     for k in prange(count):
         ends[k + 1] = _paf_row(empty, 0, k, False, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te,
                                minus, score, runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag,
-                               cg_tag, unknowns)
+                               nn_tag, cg_tag, ambiguous, dna)
     ends = np.cumsum(ends)
     buf = np.empty(ends[count], np.uint8)
     for k in prange(count):
         _paf_row(buf, ends[k], k, True, qn, qo, tn, to, qi, ti, ql, tl, qs, qe, ts, te, minus, score,
-                 runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, cg_tag, unknowns)
+                 runs, ro, primary, mapq, ops, tp_tag, as_tag, nm_tag, nn_tag, cg_tag, ambiguous, dna)
     return buf
 
 
-def paf_lines(table: AlignmentTable, target_text: np.ndarray, target_offsets: np.ndarray,
-              dna: bool) -> np.ndarray:
+def paf_lines(table: AlignmentTable, query_text: np.ndarray, query_offsets: np.ndarray,
+              target_text: np.ndarray, target_offsets: np.ndarray, dna: bool) -> np.ndarray:
     """PAF lines of every row (``uint8`` text), in row order, as :func:`gpualign_plugin.io.paf.paf_line`
-    writes them (given the target records when ``dna``; ``target_text`` and ``target_offsets``
-    as in :func:`sam_lines`)."""
+    writes them (given the DNA records when ``dna``: ambiguous bases counted as minimap2 counts them;
+    the texts and offsets as in :func:`sam_lines`)."""
     t = table
+    ambiguous = (_ambiguous_counts(t.runs, t.run_offsets, query_text, query_offsets, t.query_index,
+                                   t.query_start, t.query_end, t.minus, target_text, target_offsets,
+                                   t.target_index, t.target_start) if dna
+                 else np.zeros((len(t), 2), np.int64))
     return _paf_lines(t.query_names.data, t.query_names.offsets, t.target_names.data,
                       t.target_names.offsets, t.query_index, t.target_index, t.query_length,
                       t.target_length, t.query_start, t.query_end, t.target_start, t.target_end,
                       t.minus, t.score, t.runs, t.run_offsets, t.primary, t.mapq, _OPS, _TP_AS, _AS,
-                      _NM, _CG, unknown_counts(t, target_text, target_offsets, dna))
+                      _NM, _NN, _CG, ambiguous, dna)
 
 
 _SAM_MD = np.frombuffer(b"MD:Z:", dtype=np.uint8)

@@ -13,9 +13,11 @@ query placed elsewhere) or ``tp:A:S`` (secondary), ``AS:i`` (score), ``NM:i``
 the alignment has them, ``%.3g`` and ``%.1f``) and last ``cg:Z`` (the CIGAR along the
 target in ``=``/``X`` form, as ``minimap2 --eqx`` writes it; minimap2's default
 is ``M`` form). On the minus strand the CIGAR reads the reverse complement of
-the query, as in minimap2. An N matched by an N is an ``=`` column that minimap2 leaves out of
-``nmatch`` and counts in ``NM``; so do we where the writer is given the DNA targets (minimap2
-also leaves every column with an ambiguous base out of ``alen``; we count every column).
+the query, as in minimap2. Given the DNA records, the writers count ambiguous bases (N and the
+other IUPAC codes) as minimap2 does: an ``=`` column of an ambiguous letter (N against N) is left
+out of ``nmatch`` and counted in ``NM``, every column holding an ambiguous base is left out of
+``alen``, and ``nn:i`` (after ``NM:i``) gives their number
+(:func:`~gpualign_plugin.model.ambiguous_columns`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import IO, Iterable, Union
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import text_output
 from gpualign_plugin.io.text import text_input
-from gpualign_plugin.model import Alignment, unknown_matches
+from gpualign_plugin.model import Alignment, ambiguous_columns
 from gpualign_plugin.scoring import Sequence
 
 COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart", "tend",
@@ -36,15 +38,24 @@ COLUMNS = ("qname", "qlen", "qstart", "qend", "strand", "tname", "tlen", "tstart
 _INTEGER_COLUMNS = frozenset(COLUMNS) - {"qname", "strand", "tname"}
 
 
-def paf_line(alignment: Alignment, target: Sequence | None = None) -> str:
+def paf_line(alignment: Alignment, query: Sequence | None = None, target: Sequence | None = None) -> str:
     """One PAF line (without newline) for ``alignment``; layout in the module docstring.
-    ``target`` (the DNA target record, a :class:`~gpualign_plugin.scoring.Sequence`) moves the
-    N-against-N columns from ``nmatch`` to ``NM``; without it they stay matches."""
+    ``query`` and ``target`` (the DNA records, :class:`~gpualign_plugin.scoring.Sequence`) count
+    the ambiguous bases as minimap2 does (``nmatch``, ``alen``, ``NM:i``, ``nn:i``); without them
+    every column counts as its CIGAR operation says."""
     a = alignment
-    unknown = unknown_matches(a.cigar, target.text[a.target_start:a.target_end]) if target is not None else 0
+    dna = query is not None and target is not None
+    matched = ambiguous = 0
+    if dna:
+        query_text = query.text[a.query_start:a.query_end]
+        matched, ambiguous = ambiguous_columns(a.cigar, query_text[::-1] if a.strand == "-" else query_text,
+                                               target.text[a.target_start:a.target_end])
     fields = [a.query_id, a.query_length, a.query_start, a.query_end, a.strand, a.target_id,
-              a.target_length, a.target_start, a.target_end, a.matches - unknown, a.columns, a.mapq,
-              f"tp:A:{'P' if a.is_primary else 'S'}", f"AS:i:{a.score}", f"NM:i:{a.edit_distance + unknown}"]
+              a.target_length, a.target_start, a.target_end, a.matches - matched, a.columns - ambiguous,
+              a.mapq, f"tp:A:{'P' if a.is_primary else 'S'}", f"AS:i:{a.score}",
+              f"NM:i:{a.edit_distance + matched}"]
+    if dna:
+        fields.append(f"nn:i:{ambiguous}")
     if a.evalue is not None:
         fields += [f"ZE:f:{a.evalue:.3g}", f"ZB:f:{a.bit_score:.1f}"]
     fields.append(f"cg:Z:{a.cigar}")
@@ -52,7 +63,8 @@ def paf_line(alignment: Alignment, target: Sequence | None = None) -> str:
 
 
 def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
-              alignments: Iterable[Alignment], targets: dict | None = None) -> None:
+              alignments: Iterable[Alignment], queries: dict | None = None,
+              targets: dict | None = None) -> None:
     """Write alignments as PAF, one line each, in the given order.
 
     Parameters
@@ -62,15 +74,16 @@ def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
         handle is written to and left open.
     alignments : iterable of Alignment
         Usually the output of :func:`~gpualign_plugin.pairwise.placement.place`.
-    targets : dict, optional
-        DNA target records by id (:class:`~gpualign_plugin.scoring.Sequence`): an N matched by
-        an N counts in ``NM`` and not in ``nmatch``, as minimap2 counts it (:func:`paf_line`).
-        Leave out for protein.
+    queries, targets : dict, optional
+        DNA query and target records by id (:class:`~gpualign_plugin.scoring.Sequence`): the
+        ambiguous bases count as minimap2 counts them (:func:`paf_line`). Leave out for protein.
     """
     with text_output(path_or_handle) as handle:
+        dna = queries is not None and targets is not None
         for alignment in alignments:
-            target = targets[alignment.target_id] if targets is not None else None
-            handle.write(paf_line(alignment, target) + "\n")
+            records = (queries[alignment.query_id], targets[alignment.target_id]) if dna else ()
+            line = paf_line(alignment, *records)
+            handle.write(line + "\n")
 
 
 def _tag_value(kind: str, value: str):

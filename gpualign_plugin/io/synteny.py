@@ -120,15 +120,17 @@ def region_alignment(result: SyntenicAlignment, block: SyntenicBlock) -> Alignme
 
 
 def write_paf(path: str | os.PathLike, alignments: Iterable[SyntenicAlignment],
-              targets: dict | None = None) -> None:
+              queries: dict | None = None, targets: dict | None = None) -> None:
     """Write one PAF line per matching region (atomically), with a ``bk:i`` tag: the block's number.
-    ``targets``: DNA target records by id, as :func:`gpualign_plugin.io.paf.write_paf` takes them."""
+    ``queries`` and ``targets``: the DNA records by id, as :func:`gpualign_plugin.io.paf.write_paf`
+    takes them."""
+    dna = queries is not None and targets is not None
     with atomic_text(path) as handle:
         for result in alignments:
-            target = targets[result.target_id] if targets is not None else None
+            records = (queries[result.query_id], targets[result.target_id]) if dna else ()
             for number, block in enumerate(result.blocks, start=1):
                 if block.kind == "match":
-                    handle.write(f"{paf_line(region_alignment(result, block), target)}\tbk:i:{number}\n")
+                    handle.write(f"{paf_line(region_alignment(result, block), *records)}\tbk:i:{number}\n")
 
 
 def write_dotplot(path: str | os.PathLike, result: SyntenicAlignment, unit: str = "bp") -> None:

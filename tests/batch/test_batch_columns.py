@@ -144,7 +144,8 @@ def object_outputs(tmp_path, query_path, target_path, scheme, mode, strands, pai
     aligned_ids = {a.query_id for a in placed}
     unmapped = [q for q in dict.fromkeys(query for query, _ in pairs) if q.id not in aligned_ids]
     (tmp_path / "objects.tsv").write_text("".join(lines))
-    write_paf(tmp_path / "objects.paf", placed, {t.id: t for t in targets} if scheme.is_dna else None)
+    records = ({q.id: q for q in queries}, {t.id: t for t in targets}) if scheme.is_dna else ()
+    write_paf(tmp_path / "objects.paf", placed, *records)
     write_alignments(tmp_path / "objects.sam", placed, {q.id: q for q in queries}, targets, scheme,
                      cmdline, fmt="sam", unmapped=unmapped)
     write_alignments(tmp_path / "objects.bam", placed, {q.id: q for q in queries}, targets, scheme,

@@ -155,7 +155,6 @@ def test_one_long_gpu_pair_moves_the_bar_of_the_cli(tmp_path, monkeypatch):
     assert percents == sorted(percents) and len({p for p in percents if 0 < p < 100}) >= 5, percents
     scheme = ScoringScheme.dna()
     expected = tmp_path / "expected.paf"
-    write_paf(str(expected), place_local([scheme.encode("q", letters[q].tobytes().decode())],
-                                         [scheme.encode("t", letters[t].tobytes().decode())], scheme,
-                                         backend="gpu"))
+    query, target = (scheme.encode(name, letters[codes].tobytes().decode()) for name, codes in (("q", q), ("t", t)))
+    write_paf(str(expected), place_local([query], [target], scheme, backend="gpu"), {"q": query}, {"t": target})
     assert out.read_bytes() == expected.read_bytes()
