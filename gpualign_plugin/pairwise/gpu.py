@@ -38,6 +38,7 @@ direction bytes (pinned), ``O(m + n)`` boundary values.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
@@ -1119,27 +1120,47 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
         raise InputError(f"checkpoint intervals {intervals} must be positive multiples of 64")
     started = time.perf_counter()
     devices = devices or [device]
-    pool = cupy.get_default_memory_pool()
-    budgets, limits = {}, {}
-    for d in set(devices):
-        with cupy.cuda.Device(d):
-            budgets[d] = (memory_budget if memory_budget is not None
-                          else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION))
+    budgets = _device_budgets(devices, memory_budget)
     budget = min(budgets.values())
     plan = _slab_plan(m, n, devices, mode, prune, budget, scheme.alphabet.size, f"aligning {m} x {n}", intervals)
     try:
-        for d in set(devices):
-            with cupy.cuda.Device(d):
-                if limit_pool:
-                    limits[d] = pool.get_limit()
-                    pool.set_limit(size=pool.used_bytes() + budgets[d])
-        return _align_planned(query, target, scheme, mode, devices, plan, started, profile, progress, prune)
+        with _pool_limits(budgets if limit_pool else {}):
+            return _align_planned(query, target, scheme, mode, devices, plan, started, profile, progress, prune)
     except cupy.cuda.memory.OutOfMemoryError as exc:
         raise kernels.GpuMemoryError(
             f"aligning {m} x {n} went past the GPU memory budget of {budget / 2**20:.0f} MiB "
             f"(planned {plan.bytes / 2**20:.0f} MiB): {exc}") from exc
+
+
+def _device_budgets(devices, memory_budget: int | None) -> dict:
+    """``{device: bytes}`` an alignment may take on each of ``devices``: ``memory_budget``, or
+    :data:`DEFAULT_MEMORY_FRACTION` of the device's free memory where it is ``None``."""
+    import cupy
+
+    budgets = {}
+    for d in set(devices):
+        with cupy.cuda.Device(d):
+            budgets[d] = (memory_budget if memory_budget is not None
+                          else int(kernels.free_bytes() * DEFAULT_MEMORY_FRACTION))
+    return budgets
+
+
+@contextlib.contextmanager
+def _pool_limits(budgets: dict):
+    """Limit CuPy's memory pool of each device in ``{device: bytes}`` to what it holds now plus
+    its budget, and give each its old limit back on leaving."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()  # one pool per device, the current one's
+    old_limits = {}
+    try:
+        for d, budget in budgets.items():
+            with cupy.cuda.Device(d):
+                old_limits[d] = pool.get_limit()
+                pool.set_limit(size=pool.used_bytes() + budget)
+        yield
     finally:
-        for d, limit in limits.items():
+        for d, limit in old_limits.items():
             with cupy.cuda.Device(d):
                 pool.set_limit(size=limit)
 
@@ -1530,31 +1551,17 @@ class LongPairSession:
         self.progress = progress
         self.memory_budget = memory_budget
         self.kept: dict = {}
-        self.old_limits: dict = {}
+        self.limits = contextlib.ExitStack()
 
     def __enter__(self) -> "LongPairSession":
-        import cupy
-
-        pool = cupy.get_default_memory_pool()  # one pool per device, the current one's
-        if self.memory_budget is None:
-            free = []
-            for d in set(self.devices):
-                with cupy.cuda.Device(d):
-                    free.append(kernels.free_bytes())
-            self.memory_budget = int(min(free) * DEFAULT_MEMORY_FRACTION)
-        for d in set(self.devices):
-            with cupy.cuda.Device(d):
-                self.old_limits[d] = pool.get_limit()
-                pool.set_limit(size=pool.used_bytes() + self.memory_budget)
+        budgets = _device_budgets(self.devices, self.memory_budget)
+        self.memory_budget = min(budgets.values())
+        self.limits.enter_context(_pool_limits(budgets))
         return self
 
     def __exit__(self, *exc) -> None:
-        import cupy
-
         self.kept.clear()
-        for d, limit in self.old_limits.items():
-            with cupy.cuda.Device(d):
-                cupy.get_default_memory_pool().set_limit(size=limit)
+        self.limits.close()
 
     def score(self, key, query_codes, target_codes) -> PairScore:
         """:func:`score_pair` of the pair, keeping its checkpoints under ``key`` (any hashable)."""
