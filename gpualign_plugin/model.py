@@ -15,7 +15,6 @@ Coordinate conventions (used everywhere in gpualign):
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -503,9 +502,15 @@ def unknown_matches(cigar: Cigar, target_text: str) -> int:
 _AMBIGUOUS_BASE = re.compile("[^ACGTacgt]")
 
 
-def _offsets_in(positions: list[int], start: int, length: int) -> set[int]:
-    """The members of sorted ``positions`` in ``[start, start + length)``, as offsets from ``start``."""
-    return {p - start for p in positions[bisect_left(positions, start):bisect_left(positions, start + length)]}
+def _columns_of(positions: np.ndarray, lengths: np.ndarray, consumes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(column, run)`` of each residue position (0-based in the aligned text of the sequence
+    whose runs are marked ``consumes``) along runs of ``lengths``."""
+    residues = np.where(consumes, lengths, 0)
+    residues_before = np.cumsum(residues) - residues
+    # The last run starting at or before a position: runs of the other sequence have no width here.
+    runs = np.searchsorted(residues_before, positions, side="right") - 1
+    columns_before = np.cumsum(lengths) - lengths
+    return columns_before[runs] + positions - residues_before[runs], runs
 
 
 def ambiguous_columns(cigar: Cigar, query_text: str, target_text: str) -> tuple[int, int]:
@@ -519,20 +524,16 @@ def ambiguous_columns(cigar: Cigar, query_text: str, target_text: str) -> tuple[
     residues in the ``cigar``'s order; on the minus strand the query's slice reversed will do,
     as a complement is ambiguous exactly where its base is.
     """
-    query_ambiguous = [m.start() for m in _AMBIGUOUS_BASE.finditer(query_text)]
-    target_ambiguous = [m.start() for m in _AMBIGUOUS_BASE.finditer(target_text)]
-    matched = columns = query_position = target_position = 0
-    for length, op in cigar.runs:
-        in_query = _offsets_in(query_ambiguous, query_position, length) if op != "D" else set()
-        in_target = _offsets_in(target_ambiguous, target_position, length) if op != "I" else set()
-        columns += len(in_query | in_target)
-        if op == "=":
-            matched += len(in_target)
-        if op != "D":
-            query_position += length
-        if op != "I":
-            target_position += length
-    return matched, columns
+    query_ambiguous = np.array([m.start() for m in _AMBIGUOUS_BASE.finditer(query_text)], dtype=np.int64)
+    target_ambiguous = np.array([m.start() for m in _AMBIGUOUS_BASE.finditer(target_text)], dtype=np.int64)
+    if not len(query_ambiguous) and not len(target_ambiguous):
+        return 0, 0
+    lengths = np.array([length for length, _ in cigar.runs], dtype=np.int64)
+    ops = np.array([op for _, op in cigar.runs])
+    query_columns, _ = _columns_of(query_ambiguous, lengths, ops != "D")
+    target_columns, target_runs = _columns_of(target_ambiguous, lengths, ops != "I")
+    matched = int(np.count_nonzero(ops[target_runs] == "="))
+    return matched, len(np.union1d(query_columns, target_columns))
 
 
 RUN_OPS = "=XID"

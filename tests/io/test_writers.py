@@ -26,7 +26,7 @@ from gpualign_plugin.io import sam as sam_module
 from gpualign_plugin.io.paf import paf_line, read_paf, write_paf
 from gpualign_plugin.io.pairwise_text import format_alignment, write_pairwise_text
 from gpualign_plugin.io.sam import md_tag, merge_bams, write_alignments
-from gpualign_plugin.model import Alignment, Cigar
+from gpualign_plugin.model import Alignment, Cigar, ambiguous_columns
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
 
 DNA = ScoringScheme.dna()
@@ -298,6 +298,29 @@ def test_n_against_n_in_paf_nmatch_nm_and_sam_de_as_minimap2_counts_it(tmp_path,
     tags = dict((field[:2], field[5:]) for field in paf[12:])
     assert (int(paf[9]), int(paf[10]), int(tags["NM"]), int(tags["nn"]), tags["cg"].strip(),
             round(float(tags["de"]), 4)) == ours[:5] + ours[6:]
+
+
+def test_ambiguous_columns_equal_a_column_by_column_count():
+    """:func:`ambiguous_columns` (runs located by search) against a plain walk over every column,
+    on random paths with N, R and lower case on both sides and runs of every operation."""
+    rng = random.Random(5)
+    letters = "ACGTNRacgtn"
+    for _ in range(2000):
+        ops = "".join(rng.choice("=XID") * rng.randint(1, 4) for _ in range(rng.randint(0, 12)))
+        query = [rng.choice(letters) for op in ops if op != "D"]
+        target = [rng.choice(letters) for op in ops if op != "I"]
+        expected = [0, 0]
+        q = t = 0
+        for op in ops:
+            in_query = op != "D" and query[q].upper() not in "ACGT"
+            if op == "=":
+                target[t] = query[q]
+            in_target = op != "I" and target[t].upper() not in "ACGT"
+            expected[0] += op == "=" and in_target
+            expected[1] += in_query or in_target
+            q += op != "D"
+            t += op != "I"
+        assert ambiguous_columns(Cigar.from_ops(ops), "".join(query), "".join(target)) == tuple(expected), ops
 
 
 def ambiguous_pair(tmp_path, strand: str) -> None:
