@@ -52,7 +52,7 @@ def sequence_kind(text: str) -> str:
     DNA when every letter is a DNA letter (IUPAC codes and ``U`` included) or
     :func:`~gpualign_plugin.scoring.looks_like_nucleotide` says so; protein otherwise.
     """
-    letters = {c for c in text.upper() if c.isalpha()}
+    letters = {c for c in set(text.upper()) if c.isalpha()}
     if letters <= set(DNA_LETTERS + "U") or looks_like_nucleotide(text):
         return "dna"
     return "protein"

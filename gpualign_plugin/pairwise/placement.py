@@ -167,6 +167,12 @@ traceback instead of a second score pass. With more candidates the checkpoints w
 than the pass they save."""
 
 
+def column_ops(cigar: Cigar) -> np.ndarray:
+    """The operation of every column of ``cigar`` (``uint8`` letter codes: ``=``, ``X``, ``I``, ``D``)."""
+    ops = np.frombuffer("".join(op for _, op in cigar.runs).encode(), dtype=np.uint8)
+    return np.repeat(ops, [length for length, _ in cigar.runs])
+
+
 def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
                   scheme: ScoringScheme) -> np.ndarray:
     """Score of every column of an ``=XID`` path (``int64``, one entry per column).
@@ -176,23 +182,16 @@ def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
     ``-(open + extend)``, the others ``-extend``; so the sum over any stretch of
     columns that cuts no gap run is that stretch's alignment score.
     """
-    pieces = []
-    qi = ti = 0
-    for length, op in cigar.runs:
-        if op in "=X":
-            pieces.append(scheme.matrix[query[qi:qi + length], target[ti:ti + length]]
-                          .astype(np.int64))
-            qi += length
-            ti += length
-        else:
-            gap = np.full(length, -scheme.gap_extend, dtype=np.int64)
-            gap[0] -= scheme.gap_open
-            pieces.append(gap)
-            if op == "I":
-                qi += length
-            else:
-                ti += length
-    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    ops = column_ops(cigar)
+    consumes_q, consumes_t = ops != ord("D"), ops != ord("I")
+    aligned = consumes_q & consumes_t
+    scores = np.full(len(ops), -scheme.gap_extend, dtype=np.int64)
+    # The residue a column reads: the count of residues its sequence consumed up to it, less one.
+    scores[aligned] = scheme.matrix[query[np.cumsum(consumes_q)[aligned] - 1],
+                                    target[np.cumsum(consumes_t)[aligned] - 1]]
+    gap_opens = ~aligned & np.concatenate(([True], ops[1:] != ops[:-1])) if len(ops) else aligned
+    scores[gap_opens] -= scheme.gap_open
+    return scores
 
 
 def best_stretch(scores: np.ndarray) -> tuple[int, int, int]:
@@ -524,15 +523,14 @@ def cut_alignment(pair, q: np.ndarray, t: np.ndarray, scheme: ScoringScheme, zdr
     aligned_t = t[pair.target_start:pair.target_end]
     scores = column_scores(pair.cigar, aligned_q, aligned_t, scheme)
     start, end, score = zdrop_cut(scores, zdrop)
-    ops = np.repeat(np.frombuffer("".join(op for _, op in pair.cigar.runs).encode(), dtype=np.uint8),
-                    [n for n, _ in pair.cigar.runs])
+    ops = column_ops(pair.cigar)
     consumes_q = (ops != ord("D")).astype(np.int64)
     consumes_t = (ops != ord("I")).astype(np.int64)
     qs = pair.query_start + int(consumes_q[:start].sum())
     qe = qs + int(consumes_q[start:end].sum())
     ts = pair.target_start + int(consumes_t[:start].sum())
     te = ts + int(consumes_t[start:end].sum())
-    cigar = Cigar.from_ops(ops[start:end].tobytes().decode())
+    cigar = pair.cigar if (start, end) == (0, len(ops)) else Cigar.from_ops(ops[start:end].tobytes().decode())
     if where.strand == "-":
         qs, qe = where.q1 - qe, where.q1 - qs
     else:

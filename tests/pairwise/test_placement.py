@@ -261,3 +261,21 @@ def test_progress_moves_inside_one_query_and_changes_nothing():
     assert len(per_query) == 1 and len(inside) > 4 and min(inside) > 0
     first_pass = len(query[0]) * sum(len(t) for t in encoded_t) * 2
     assert sum(inside) > first_pass and per_query[0] >= first_pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.sampled_from("=XID")), max_size=12), st.randoms())
+def test_column_scores_equal_the_oracle_on_random_paths(runs, rng):
+    """The columns' scores that z-drop cuts on (vectorised) against the oracle's plain walk."""
+    import numpy as np
+
+    from gpualign_plugin.pairwise.placement import column_scores
+
+    scheme = ScoringScheme.dna()
+    cigar = Cigar.from_runs(runs)
+    ops = "".join(op * length for length, op in cigar.runs)
+    query = np.array([rng.randrange(4) for op in ops if op != "D"], dtype=np.uint8)
+    target = np.array([rng.randrange(4) for op in ops if op != "I"], dtype=np.uint8)
+    expected = oracles._column_scores(str(cigar) if ops else "", query, target, scheme.matrix,
+                                      scheme.gap_open, scheme.gap_extend)
+    assert list(column_scores(cigar, query, target, scheme)) == list(expected)
