@@ -11,8 +11,8 @@ reference (the *target*) in three steps:
    chains. Each chain is a *region*: the contig piece it spans, on its strand, against the
    reference window it spans. Where a chain ends within ``END_EXTENSION`` bases of the
    contig's end and the reference goes on, the region is extended to the contig's end
-   (the syntenic alignment then aligns the end or leaves it as a terminal block, which is
-   not a difference). Each region gets the exact syntenic alignment
+   (the syntenic alignment then aligns the end as far as its score rises, and leaves the rest
+   as a terminal block, which is not a difference: :func:`trim_grown_ends`). Each region gets the exact syntenic alignment
    (:func:`gpualign_plugin.syntenic.api.syntenic_align`, CPU or GPU, identical); a region
    longer than twice ``chunk_length`` is aligned in chunks between anchors taken from long
    identical runs of its placements (:func:`anchored_syntenic`), so a long contig costs
@@ -63,6 +63,7 @@ import numpy as np
 
 from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock, score_cigar
 from gpualign_plugin.pairwise.api import align_sequences, place_local
+from gpualign_plugin.pairwise.placement import column_ops, column_scores
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
 
@@ -603,6 +604,63 @@ def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, 
                              sum(b.score for b in blocks), block_penalty, tuple(blocks))
 
 
+def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.ndarray,
+                    scheme: ScoringScheme, grown: tuple[bool, bool]) -> SyntenicAlignment:
+    """``alignment`` (of ``piece`` against ``window``, codes) with each grown end cut back to
+    where the running score of its matching region peaks.
+
+    A region grown to its contig's end (:data:`END_EXTENSION`) makes the syntenic alignment
+    take bases the placement's local alignment left out. Where those score less than nothing
+    (a tail past an indel near the end, forced through as mismatches, or a contig's untrimmed
+    end) they would be false SNPs; so, as nucmer leaves such an end unaligned, the columns of
+    the first (``grown[0]``) or last (``grown[1]``) matching region beyond its best-scoring
+    prefix (from the outer end: suffix) become a terminal difference block, the shortest such
+    cut among equals. A grown end that scores more than nothing stays aligned.
+    """
+    blocks = list(alignment.blocks)
+    for at_end in (True, False):
+        index = -1 if at_end else 0
+        if not grown[int(at_end)] or not blocks or blocks[index].kind != "match":
+            continue
+        block = blocks[index]
+        ops = column_ops(block.cigar)
+        scores = column_scores(block.cigar, piece[block.query_start:block.query_end],
+                               window[block.target_start:block.target_end], scheme)
+        running = np.concatenate(([0], np.cumsum(scores if at_end else scores[::-1])))
+        kept = int(np.argmax(running))
+        if kept == len(ops):
+            continue
+        kept_ops = ops[:kept] if at_end else ops[len(ops) - kept:]
+        query_kept = int(np.count_nonzero(kept_ops != ord("D")))
+        target_kept = int(np.count_nonzero(kept_ops != ord("I")))
+        if at_end:
+            split = (block.query_start + query_kept, block.target_start + target_kept)
+            match = (block.query_start, split[0], block.target_start, split[1])
+            cut = (split[0], block.query_end, split[1], block.target_end)
+        else:
+            split = (block.query_end - query_kept, block.target_end - target_kept)
+            match = (split[0], block.query_end, split[1], block.target_end)
+            cut = (block.query_start, split[0], block.target_start, split[1])
+        trimmed = [SyntenicBlock("difference", *cut, -alignment.block_penalty)]
+        if kept:
+            cigar = Cigar.from_ops(kept_ops.tobytes().decode())
+            kept_block = SyntenicBlock("match", *match, score_cigar(cigar, piece[match[0]:match[1]],
+                                                                    window[match[2]:match[3]], scheme), cigar)
+            trimmed = trimmed + [kept_block] if not at_end else [kept_block] + trimmed
+        else:
+            # The whole region goes: one difference block with its neighbour, if any.
+            neighbour = blocks[index - 1 if at_end else 1] if len(blocks) > 1 else None
+            if neighbour is not None and neighbour.kind == "difference":
+                blocks.remove(neighbour)
+                start, end = (neighbour, block) if at_end else (block, neighbour)
+                trimmed = [SyntenicBlock("difference", start.query_start, end.query_end, start.target_start,
+                                         end.target_end, -alignment.block_penalty)]
+        blocks[index:len(blocks) if at_end else 1] = trimmed
+    if blocks == list(alignment.blocks):
+        return alignment
+    return replace(alignment, score=sum(b.score for b in blocks), blocks=tuple(blocks))
+
+
 class _Work:
     """The regions, blocks and events of one comparison while they are being built."""
 
@@ -625,21 +683,24 @@ class _Work:
 
     # -- regions --------------------------------------------------------------------------
     def add_region(self, query_id, target_id, strand, query_start, query_end, target_start,
-                   target_end, role, parent="", anchors=()) -> Region:
+                   target_end, role, parent="", anchors=(), grown=(False, False)) -> Region:
         """Align a contig piece to a reference window and keep the region and its blocks.
 
         ``anchors`` (oriented piece offset, window offset) cut the alignment into chunks
-        (see :func:`anchored_syntenic`).
+        (see :func:`anchored_syntenic`). ``grown`` says which ends of the oriented piece were
+        extended to the contig's end: those are cut back where their score peaks
+        (:func:`trim_grown_ends`) and their terminal blocks are no events.
         """
         piece = self.queries[query_id].codes[query_start:query_end]
         if strand == "-":
             piece = reverse_complement_codes(piece)
         window = self.targets[target_id].codes[target_start:target_end]
-        alignment = anchored_syntenic(piece, window, self.scheme, self.block_penalty, anchors,
-                                      self.backend, self.device)
+        alignment = trim_grown_ends(anchored_syntenic(piece, window, self.scheme, self.block_penalty, anchors,
+                                                      self.backend, self.device), piece, window, self.scheme, grown)
         region = Region(f"R{len(self.regions) + 1}", query_id, target_id, strand, query_start,
                         query_end, target_start, target_end, alignment, role, parent)
         self.regions.append(region)
+        self.extended[region.id] = grown
         for block in alignment.matching_regions:
             qs, qe = region.query_interval(block.query_start, block.query_end)
             self.blocks.append(AlignedBlock(region.id, query_id, target_id, strand, qs, qe,
@@ -681,12 +742,10 @@ class _Work:
             else:
                 role = "relocation"
             anchors = chain_anchors(chain, q_start, q_end, t_start, self.chunk_length)
-            region = self.add_region(query.id, first.target_id, first.strand, q_start, q_end,
-                                     t_start, t_end, role, anchors=anchors)
             # Oriented ends: the first and last blocks of an extended side are not events.
-            oriented = (grow_start > 0, grow_end > 0) if first.strand == "+" \
-                else (grow_end > 0, grow_start > 0)
-            self.extended[region.id] = oriented
+            grown = (grow_start > 0, grow_end > 0) if first.strand == "+" else (grow_end > 0, grow_start > 0)
+            region = self.add_region(query.id, first.target_id, first.strand, q_start, q_end,
+                                     t_start, t_end, role, anchors=anchors, grown=grown)
             if home is None:
                 home = region
             else:
@@ -763,7 +822,6 @@ class _Work:
         if self._aligns(region.query_id, qs, qe, inverted, region.target_id, ts, te):
             nested = self.add_region(region.query_id, region.target_id, inverted, qs, qe, ts, te,
                                      "inversion", region.id)
-            self.extended[nested.id] = (False, False)
             self.events.append(Difference("", "inversion", region.query_id, qs, qe,
                                           region.target_id, ts, te, "-", region.id, nested.id,
                                           _identity(self.blocks, nested.id)))
@@ -785,7 +843,6 @@ class _Work:
                         paired.add(index)
                         nested = self.add_region(region.query_id, other.target_id, strand, qs,
                                                  qe, ts, te, "relocation", region.id)
-                        self.extended[nested.id] = (False, False)
                         self.events.append(Difference(
                             "", "relocation", region.query_id, qs, qe, other.target_id, ts, te,
                             "+" if strand == region.strand else "-", region.id, nested.id,

@@ -329,3 +329,40 @@ def test_repeat_copies_are_the_best_alignment_of_each_uncovered_stretch(seed, mo
            for c in comparison.copies]
     assert got == [(*e[:6], tuple(e[6])) for e in expected]
     assert any(c[4] < second + 400 and c[5] > second for c in got)  # the collapsed copy
+
+
+@pytest.mark.parametrize("grown", [(False, True), (True, False), (True, True)])
+def test_grown_ends_are_cut_where_their_score_peaks(grown):
+    """A matching region starting with three mismatches and ending with four loses them, at a
+    grown end, to a terminal difference block; the result still tiles both sequences and
+    scores as reported."""
+    from gpualign_plugin.compare.api import trim_grown_ends
+    from gpualign_plugin.model import SyntenicAlignment, SyntenicBlock, score_cigar
+
+    piece = SCHEME.alphabet.encode("TTTACGTACGTAAAAACCCC")
+    window = SCHEME.alphabet.encode("GGGACGTACGTAAAAAGGGG")
+    cigar = Cigar.from_runs([(3, "X"), (13, "="), (4, "X")])
+    block = SyntenicBlock("match", 0, 20, 0, 20, score_cigar(cigar, piece, window, SCHEME), cigar)
+    trimmed = trim_grown_ends(SyntenicAlignment("q", "t", 20, 20, block.score, 50, (block,)), piece, window,
+                              SCHEME, grown)
+    expected = ([("difference", 0, 3)] if grown[0] else []) + \
+        [("match", 3 if grown[0] else 0, 16 if grown[1] else 20)] + ([("difference", 16, 20)] if grown[1] else [])
+    assert [(b.kind, b.query_start, b.query_end) for b in trimmed.blocks] == expected
+    assert trimmed.recompute_score(piece, window, SCHEME) == trimmed.score
+
+
+def test_a_grown_end_of_mismatches_only_joins_the_unaligned_block_before_it():
+    from gpualign_plugin.compare.api import trim_grown_ends
+    from gpualign_plugin.model import SyntenicAlignment, SyntenicBlock
+
+    piece = SCHEME.alphabet.encode("ACGTACGTACGTAAAAACCC")
+    window = SCHEME.alphabet.encode("ACGTACGTACGTAGGGGGGG")
+    kept = SyntenicBlock("match", 0, 13, 0, 13, 26, Cigar.from_runs([(13, "=")]))
+    unaligned = SyntenicBlock("difference", 13, 16, 13, 16, -50)
+    mismatches = SyntenicBlock("match", 16, 20, 16, 20, -12, Cigar.from_runs([(4, "X")]))
+    alignment = SyntenicAlignment("q", "t", 20, 20, 26 - 50 - 12, 50, (kept, unaligned, mismatches))
+    assert alignment.recompute_score(piece, window, SCHEME) == alignment.score
+    trimmed = trim_grown_ends(alignment, piece, window, SCHEME, (False, True))
+    assert [(b.kind, b.query_start, b.query_end, b.target_end) for b in trimmed.blocks] == \
+        [("match", 0, 13, 13), ("difference", 13, 20, 20)]
+    assert trimmed.recompute_score(piece, window, SCHEME) == trimmed.score == 26 - 50
