@@ -49,7 +49,7 @@ from numba import njit
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.gotoh import STATE_H, boundary_step, cigar_from_ops, direction_step
-from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
+from gpualign_plugin.model import NO_PAIR_ALIGNMENT, RUN_OPS, PairAlignment, PairScore
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
@@ -175,6 +175,7 @@ class _Sweep:
         self.d_sub = cupy.asarray(np.ascontiguousarray(scheme.matrix, dtype=np.int32))
         self.max_sub = int(scheme.matrix.max())
         self.pruned_cells = 0
+        self.goal_pruned_cells = 0
         self.resident_warps = None
         self.compute_capability = compute_capability
         self.multiprocessors = probe(device).multiprocessors
@@ -208,7 +209,7 @@ class _Sweep:
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
             row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True, dirs_out=None,
-            progress=None, prune: bool = False, link=None):
+            progress=None, prune: bool = False, link=None, goal: int | None = None):
         """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
@@ -223,6 +224,11 @@ class _Sweep:
         the best score found so far (block pruning, docs/GPU.md). Only the best cell and a
         traceback from it through the checkpoints stay exact: the caller must want nothing else
         of the rectangle. The skipped cells are added to :attr:`pruned_cells`.
+        ``goal`` (local, with ``sync``; a traceback's region sweep): block pruning against this
+        fixed score instead, a lower bound of the value the path needs at the rectangle's
+        bottom-right cell: a block from which no path reaches that cell with ``goal`` is skipped.
+        Only cells on the paths that reach ``goal`` there stay exact (the traceback's, and any
+        it could tie with); the skipped cells are added to :attr:`goal_pruned_cells`.
         ``link`` (a sweep of a whole-height slab of a split matrix): ``(struct, left)`` from
         :meth:`_SlabLink.slab_args`; with ``left`` (the pointers of the column streamed by the
         slab on the left) ``left_h`` and ``left_e`` are ignored.
@@ -246,8 +252,9 @@ class _Sweep:
         flags = cp.full(2 * batches, -1, dtype=cp.int32)
         ticket = cp.zeros(1, dtype=cp.int32)
         best = cp.empty(3 * strips, dtype=cp.int32) if track_best else None
-        prune = prune and track_best and self.local and sync
-        prune_best = cp.zeros(1, dtype=cp.int32) if prune else None
+        goal = goal if self.local and sync else None
+        prune = (prune and track_best and self.local and sync) or goal is not None
+        prune_best = cp.full(1, goal or 0, dtype=cp.int32) if prune else None
         pruned = cp.zeros(1, dtype=cp.uint64) if prune else None
         last = cp.empty(width + 1, dtype=cp.int32) if last_row else None
         dir_bytes = None
@@ -272,7 +279,7 @@ class _Sweep:
                 best if best is not None else null,
                 dir_bytes if dir_bytes is not None else null,
                 prune_best if prune else null, pruned if prune else null, i32(self.max_sub),
-                struct if struct is not None else null)
+                struct if struct is not None else null, i32(goal is not None))
         watch = None
         if progress is not None and sync and height * width >= POLL_CELLS:
             watch = _FlagWatch(flags, batches, strip, height, width, progress, self.device)
@@ -284,7 +291,9 @@ class _Sweep:
             reported = watch.stop() if watch is not None else 0
         if progress is not None and sync and height * width > reported:
             progress(height * width - reported)
-        if prune:
+        if goal is not None:
+            self.goal_pruned_cells += int(pruned.get()[0])
+        elif prune:
             self.pruned_cells += int(pruned.get()[0])
         return best, last, dir_bytes
 
@@ -1217,8 +1226,8 @@ def align_cells(m: int, n: int, scheme: ScoringScheme, mode: str, device: int = 
     return m * n + traceback_cells(m, n, plan)
 
 
-PROFILE_SUMS = ("region_sweeps", "region_cells", "windows", "chunks_solved", "chunk_cells", "chunks_traced",
-                "pruned_cells")
+PROFILE_SUMS = ("region_sweeps", "region_cells", "region_pruned_cells", "windows", "chunks_solved", "chunk_cells",
+                "chunks_traced", "pruned_cells")
 """Counts of :func:`align_pair`'s profile that :func:`add_profile` sums (besides every ``*_s``)."""
 
 
@@ -1278,6 +1287,46 @@ class _Region:
         return top_h, top_f, left_h, left_e
 
 
+class _TracedScore:
+    """The score of the path traced so far, from the end cell back to the cursor, kept up to
+    date as the walk adds operations: what bounds the value a region's sweep must reach.
+
+    The path's columns score as in :func:`~gpualign_plugin.model.score_cigar`, with each gap
+    run's open charged at its first column along the alignment; the run the walk is inside is
+    charged one open already, which the run may not have (the cursor inside a gap). So
+    :meth:`goal` subtracts one open more: best score - traced score - open is at most the value,
+    in its state, of the cell the path has reached, and equals it inside a gap.
+    """
+
+    def __init__(self, query: np.ndarray, target: np.ndarray, scheme: ScoringScheme, best: int, end_row: int,
+                 end_column: int):
+        self.query, self.target = query, target
+        self.matrix = np.asarray(scheme.matrix, dtype=np.int64)
+        self.gap_open, self.gap_extend = scheme.gap_open, scheme.gap_extend
+        self.best, self.row, self.column = best, end_row, end_column
+        self.score = 0
+        self.counted = 0  # operations of ops[:counted] are in self.score
+
+    def goal(self, ops: np.ndarray, pos: int) -> int:
+        """A lower bound of the value the path needs where ``ops[:pos]`` (traceback order) ends."""
+        if pos > self.counted:
+            codes = ops[self.counted:pos]  # traceback order: the first is nearest the end cell
+            consumes_q, consumes_t = codes != RUN_OPS.index("D"), codes != RUN_OPS.index("I")
+            rows = self.row - np.cumsum(consumes_q)  # 0-based residue of each column
+            columns = self.column - np.cumsum(consumes_t)
+            aligned = consumes_q & consumes_t
+            gap = ~aligned
+            # A run's first column along the alignment is its last in traceback order.
+            opens = gap & np.concatenate((codes[1:] != codes[:-1], [True]))
+            if self.counted and gap[0] and codes[0] == ops[self.counted - 1]:
+                self.score += self.gap_open  # the run charged before goes on: its open was early
+            self.score += int(self.matrix[self.query[rows[aligned]], self.target[columns[aligned]]].sum())
+            self.score -= int(gap.sum()) * self.gap_extend + int(opens.sum()) * self.gap_open
+            self.row, self.column = int(rows[-1]), int(columns[-1])
+            self.counted = pos
+        return self.best - self.score - self.gap_open
+
+
 class _Traceback:
     """Phases 2 and 3 under a :class:`MemoryPlan`: one workspace per level, reused by every region."""
 
@@ -1301,6 +1350,7 @@ class _Traceback:
         self.pinned = kernels.pinned_bytes(self.chunk_bytes)
         self.ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
         self.pos = 0
+        self.traced: _TracedScore | None = None  # set by the caller before a walk
         self.mode_code = cpu._MODE_CODES[sweep.mode]
 
     def checkpoints(self, level: int, region: _Region):
@@ -1336,11 +1386,14 @@ class _Traceback:
         if level > 0:
             started = time.perf_counter()
             rows = self.checkpoints(level, region)
+            pruned = sweep.goal_pruned_cells
             sweep.run(region.r0, region.c0, region.height, region.width, region.top_h, region.top_f,
                       region.left_h, region.left_e, rows, row_ckpt=region.row_ckpt,
-                      col_ckpt=region.col_ckpt, every=region.every, progress=self.progress)
+                      col_ckpt=region.col_ckpt, every=region.every, progress=self.progress,
+                      goal=self.traced.goal(self.ops, self.pos))
             self.timing["region_sweeps"] += 1
             self.timing["region_cells"] += region.height * region.width
+            self.timing["region_pruned_cells"] += sweep.goal_pruned_cells - pruned
             self.timing["region_s"] += time.perf_counter() - started
         if level == len(self.plan.intervals) - 1:
             return self.leaf_walk(region, cursor)
@@ -1466,8 +1519,9 @@ class _Pass:
 
         warm_walk()
         self.plan = plan
+        self.query, self.target, self.scheme = query, target, scheme
         self.slabs = slabs = _Slabs(query, target, scheme, mode, devices, prune)
-        self.timing = {"region_sweeps": 0, "region_s": 0.0, "region_cells": 0, "windows": 0,
+        self.timing = {"region_sweeps": 0, "region_s": 0.0, "region_cells": 0, "region_pruned_cells": 0, "windows": 0,
                        "chunks_solved": 0, "chunk_cells": 0, "chunks_traced": 0, "solve_s": 0.0,
                        "copy_s": 0.0, "trace_s": 0.0}
         self.regions = slabs.top_regions()
@@ -1493,9 +1547,10 @@ class _Pass:
             cursor = [end.query_end, end.target_end, STATE_H]
             d = max(0, int(np.searchsorted(self.slabs.bounds, cursor[1])) - 1)
             ops, pos = self.tracebacks[d].ops, 0
+            traced = _TracedScore(self.query, self.target, self.scheme, end.score, *cursor[:2])
             while True:
                 traceback, region = self.tracebacks[d], self.regions[d]
-                traceback.ops, traceback.pos = ops, pos
+                traceback.ops, traceback.pos, traceback.traced = ops, pos, traced
                 with cupy.cuda.Device(self.slabs.sweeps[d].device):
                     if cursor[0] == 0 or cursor[1] == 0:
                         done = traceback.leaf_walk(region, cursor)

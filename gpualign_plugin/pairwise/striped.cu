@@ -128,10 +128,13 @@ struct SweepArgs {
     int* best;                    // per strip (score, row, column) of the best cell (local), or null
     unsigned char* dirs;          // direction bytes, layout [strip][step][lane][R], or null
     int* prune_best;              // block pruning: the best score seen so far by any strip (0
-                                  // initially), or null for no pruning (local score sweeps only)
+                                  // initially), or null for no pruning (local sweeps only)
     unsigned long long* pruned;   // cells skipped by pruning, summed over strips
     int max_sub;                  // the largest substitution score: what one cell can add
     const SlabLink* link;         // the rectangle is one slab of a split matrix, or null
+    int prune_goal;               // nonzero: *prune_best is a fixed goal, a lower bound of the value
+                                  // a traceback needs at the bottom-right cell; the strips' own
+                                  // best scores do not raise it (a traceback region's sweep)
 };
 
 // What a sweep produces besides the scores it hands on.
@@ -364,6 +367,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     int shared_best = 0;       // the largest best score of this warp already sent to prune_best
     int pruned_batches = 0;
     auto share_best = [&]() {  // before publishing, so that a strip below sees it with the rows
+        if (a.prune_goal) return;
         const int v = warp_max(best_v);
         if (v > shared_best) {
             if (lane == 0) atomicMax(a.prune_best, v);
@@ -380,7 +384,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         seen = __shfl_sync(FULL_MASK, seen, 0);
         const long long reach = (long long)max(border, 0) +
                                 (long long)max(a.max_sub, 0) * min(a.height - k * S, width - s0 + 32 + cols_after);
-        return reach < max(seen, shared_best);
+        return reach < (a.prune_goal ? seen : max(seen, shared_best));
     };
     auto skip_batch = [&](const int s0) {
         const int above = __shfl_sync(FULL_MASK, batch_h, 31);  // H(k*S, s0 + 32): exact
@@ -478,12 +482,13 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
               int num_strips, int2* row_ckpt, int row_every, int num_row_ckpt, int2* col_ckpt,
               int col_every, int num_col_ckpt, int* last_row_h, int last_row, int* best,
               unsigned char* dirs, int* prune_best, unsigned long long* pruned, int max_sub,
-              const SlabLink* link) {
+              const SlabLink* link, int prune_goal) {
     const SweepArgs a{query,    target,     sub,          alpha,    height,       width,
                       gap_oe,   gap_e,      top_h,        top_f,    left_h,       left_e,
                       slots,    flags,      ticket,       num_strips, row_ckpt,   row_every,
                       num_row_ckpt, col_ckpt, col_every,  num_col_ckpt, last_row_h, last_row,
-                      best,     dirs,       prune_best,   pruned,   max_sub,      link};
+                      best,     dirs,       prune_best,   pruned,   max_sub,      link,
+                      prune_goal};
     // Dynamic shared memory: one query profile (alpha x 32R bytes) per warp, then per warp a
     // 64-letter target ring and a 64-column ring of lane 31's bottom row (H - o - e, F).
     extern __shared__ signed char shared_profile[];
@@ -542,7 +547,7 @@ striped_score_pairs(const unsigned char* queries, const long long* query_at, con
                           slots + slot_at[lo], flags + flag_at[lo], ticket,
                           first_strip[lo + 1] - first_strip[lo], nullptr, 1, 0, nullptr, 1, 0,
                           nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr,
-                          prune_best != nullptr ? prune_best + lo : nullptr, pruned, max_sub, nullptr};
+                          prune_best != nullptr ? prune_best + lo : nullptr, pruned, max_sub, nullptr, 0};
         sweep_strip<R, true, SWEEP_SCORE>(a, g - first_strip[lo], prof, rings, out_ring);
     }
 }

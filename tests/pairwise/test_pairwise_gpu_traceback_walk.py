@@ -83,3 +83,55 @@ def test_background_warm_up_compiles_the_walk_for_the_types_the_traceback_passes
                       MODES["local"], 4, 4, kernels.STATE_H, ops, 0)
     assert [numba.typeof(x) for x in gpu._warm_walk_args()] == [numba.typeof(x) for x in traceback_args]
     assert len(gpu._trace_chunk.signatures) >= 1
+
+
+def gotoh_states(a, b, scheme):
+    """Local ``H``, ``E`` (gap along a row: target letters, ``D``) and ``F`` (``I``) of every cell."""
+    m, n, o, e = len(a), len(b), scheme.gap_open, scheme.gap_extend
+    neg = -(10 ** 9)
+    H = np.zeros((m + 1, n + 1), np.int64)
+    E = np.full((m + 1, n + 1), neg, np.int64)
+    F = np.full((m + 1, n + 1), neg, np.int64)
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            E[i, j] = max(E[i, j - 1] - e, H[i, j - 1] - o - e)
+            F[i, j] = max(F[i - 1, j] - e, H[i - 1, j] - o - e)
+            H[i, j] = max(0, H[i - 1, j - 1] + scheme.matrix[a[i - 1], b[j - 1]], E[i, j], F[i, j])
+    return H, E, F
+
+
+def test_the_traced_score_bounds_the_value_a_region_sweep_must_reach():
+    """:class:`gpu._TracedScore` (goal pruning of the traceback's region sweeps), fed the walked
+    path in pieces of random length, against the DP: its goal never exceeds the value, in the
+    walk's state, of the cell reached, and equals it inside a gap (else it is one open lower)."""
+    rng = np.random.default_rng(5)
+    scheme = ScoringScheme.dna(2, -3, 5, 2)
+    d, i_op = gpu.RUN_OPS.index("D"), gpu.RUN_OPS.index("I")
+    checked = 0
+    for _ in range(40):
+        a = rng.integers(0, 4, rng.integers(20, 70)).astype(np.uint8)
+        b = a.copy()
+        b[rng.random(len(b)) < 0.1] = rng.integers(0, 4)
+        b = np.delete(b, rng.integers(0, len(b), 2))
+        b = np.insert(b, rng.integers(0, len(b), 2), rng.integers(0, 4, 2).astype(np.uint8))
+        end = score_pair(a, b, scheme, "local")
+        H, E, F = gotoh_states(a, b, scheme)
+        ops = np.zeros(len(a) + len(b) + 2, np.uint8)
+        walked = kernels.trace_band(full_directions(a, b, scheme, kernels.LOCAL), 0, a, b, kernels.LOCAL,
+                                    end.query_end, end.target_end, kernels.STATE_H, ops, 0)
+        traced = gpu._TracedScore(a, b, scheme, end.score, end.query_end, end.target_end)
+        i, j, pos = end.query_end, end.target_end, 0
+        while pos < walked[3]:
+            step = min(int(rng.integers(1, 6)), walked[3] - pos)
+            for code in ops[pos:pos + step]:
+                i -= code != d
+                j -= code != i_op
+            pos += step
+            goal = traced.goal(ops, pos)
+            inside_gap = pos < walked[3] and ops[pos] == ops[pos - 1] and ops[pos] in (d, i_op)
+            if inside_gap:
+                assert goal == (E if ops[pos] == d else F)[i, j]
+            else:
+                assert goal == H[i, j] - scheme.gap_open
+            checked += 1
+    assert checked > 300
