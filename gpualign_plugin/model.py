@@ -205,6 +205,33 @@ class Alignment:
         return score_cigar(self.cigar, query, target, scheme)
 
 
+def column_ops(cigar: Cigar) -> np.ndarray:
+    """The operation of every column of ``cigar`` (``uint8`` letter codes: ``=``, ``X``, ``I``, ``D``)."""
+    ops = np.frombuffer("".join(op for _, op in cigar.runs).encode(), dtype=np.uint8)
+    return np.repeat(ops, [length for length, _ in cigar.runs])
+
+
+def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
+                  scheme: ScoringScheme) -> np.ndarray:
+    """Score of every column of an ``=XID`` path (``int64``, one entry per column).
+
+    ``query`` and ``target`` are the aligned residues (already sliced and oriented).
+    An aligned column scores ``matrix[q, t]``; the first column of a gap run
+    ``-(open + extend)``, the others ``-extend``; so the sum over any stretch of
+    columns that cuts no gap run is that stretch's alignment score.
+    """
+    ops = column_ops(cigar)
+    consumes_q, consumes_t = ops != ord("D"), ops != ord("I")
+    aligned = consumes_q & consumes_t
+    scores = np.full(len(ops), -scheme.gap_extend, dtype=np.int64)
+    # The residue a column reads: the count of residues its sequence consumed up to it, less one.
+    scores[aligned] = scheme.matrix[query[np.cumsum(consumes_q)[aligned] - 1],
+                                    target[np.cumsum(consumes_t)[aligned] - 1]]
+    gap_opens = ~aligned & np.concatenate(([True], ops[1:] != ops[:-1])) if len(ops) else aligned
+    scores[gap_opens] -= scheme.gap_open
+    return scores
+
+
 def score_cigar(cigar: Cigar, query: np.ndarray, target: np.ndarray, scheme: ScoringScheme) -> int:
     """Score of ``cigar`` aligning ``query`` to ``target`` (codes; both already sliced and oriented).
 

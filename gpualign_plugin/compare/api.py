@@ -61,9 +61,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from gpualign_plugin.model import Alignment, Cigar, SyntenicAlignment, SyntenicBlock, score_cigar
+from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, SyntenicBlock, column_ops, column_scores,
+                                   score_cigar)
 from gpualign_plugin.pairwise.api import align_sequences, place_local
-from gpualign_plugin.pairwise.placement import column_ops, column_scores
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
 

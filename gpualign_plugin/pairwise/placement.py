@@ -21,7 +21,7 @@ from typing import Sequence as Ordered
 import numpy as np
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.model import Alignment, Cigar, PairScore
+from gpualign_plugin.model import Alignment, Cigar, PairScore, column_ops, column_scores
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.statistics import MAX_MAPQ, KarlinAltschul, parameters_for, primary_mapq
 
@@ -165,33 +165,6 @@ pair on both strands), each candidate's score pass keeps its checkpoints
 (:class:`~gpualign_plugin.pairwise.gpu.LongPairSession`), so aligning the best runs only the
 traceback instead of a second score pass. With more candidates the checkpoints would cost more
 than the pass they save."""
-
-
-def column_ops(cigar: Cigar) -> np.ndarray:
-    """The operation of every column of ``cigar`` (``uint8`` letter codes: ``=``, ``X``, ``I``, ``D``)."""
-    ops = np.frombuffer("".join(op for _, op in cigar.runs).encode(), dtype=np.uint8)
-    return np.repeat(ops, [length for length, _ in cigar.runs])
-
-
-def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
-                  scheme: ScoringScheme) -> np.ndarray:
-    """Score of every column of an ``=XID`` path (``int64``, one entry per column).
-
-    ``query`` and ``target`` are the aligned residues (already sliced and oriented).
-    An aligned column scores ``matrix[q, t]``; the first column of a gap run
-    ``-(open + extend)``, the others ``-extend``; so the sum over any stretch of
-    columns that cuts no gap run is that stretch's alignment score.
-    """
-    ops = column_ops(cigar)
-    consumes_q, consumes_t = ops != ord("D"), ops != ord("I")
-    aligned = consumes_q & consumes_t
-    scores = np.full(len(ops), -scheme.gap_extend, dtype=np.int64)
-    # The residue a column reads: the count of residues its sequence consumed up to it, less one.
-    scores[aligned] = scheme.matrix[query[np.cumsum(consumes_q)[aligned] - 1],
-                                    target[np.cumsum(consumes_t)[aligned] - 1]]
-    gap_opens = ~aligned & np.concatenate(([True], ops[1:] != ops[:-1])) if len(ops) else aligned
-    scores[gap_opens] -= scheme.gap_open
-    return scores
 
 
 def best_stretch(scores: np.ndarray) -> tuple[int, int, int]:

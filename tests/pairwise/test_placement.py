@@ -269,7 +269,7 @@ def test_column_scores_equal_the_oracle_on_random_paths(runs, rng):
     """The columns' scores that z-drop cuts on (vectorised) against the oracle's plain walk."""
     import numpy as np
 
-    from gpualign_plugin.pairwise.placement import column_scores
+    from gpualign_plugin.model import column_scores
 
     scheme = ScoringScheme.dna()
     cigar = Cigar.from_runs(runs)
