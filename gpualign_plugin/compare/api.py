@@ -12,7 +12,8 @@ reference (the *target*) in three steps:
    reference window it spans. Where a chain ends within ``END_EXTENSION`` bases of the
    contig's end and the reference goes on, the region is extended to the contig's end
    (the syntenic alignment then aligns the end as far as its score rises, and leaves the rest
-   as a terminal block, which is not a difference: :func:`trim_grown_ends`). Each region gets the exact syntenic alignment
+   as a terminal block, which is not a difference: :func:`trim_grown_ends`). Each region gets
+   the exact syntenic alignment
    (:func:`gpualign_plugin.syntenic.api.syntenic_align`, CPU or GPU, identical); a region
    longer than twice ``chunk_length`` is aligned in chunks between anchors taken from long
    identical runs of its placements (:func:`anchored_syntenic`), so a long contig costs

@@ -235,6 +235,7 @@ GPU_STREAMS = 16
 one alignment of a contig-sized window keeps only a few warps busy (docs/GPU.md, "Local
 placement", has the measurements)."""
 
+
 def cpu_aligners(threads: int | None) -> int:
     """Host threads that align windows on the CPU engine beside the :data:`GPU_STREAMS` GPU
     ones in the GPU engine's placement driver: half the CPU threads ``threads`` allows

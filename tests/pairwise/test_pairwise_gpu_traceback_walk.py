@@ -68,7 +68,6 @@ def test_layout_walk_equals_band_walk(mode):
         assert np.array_equal(gpu_ops[: walked[3]], cpu_ops[: expected[3]])
 
 
-
 def test_background_warm_up_compiles_the_walk_for_the_types_the_traceback_passes():
     # gpu.warm_walk loads the walk while the GPU scores; it must compile the very signature the
     # traceback then uses (a slice of a pinned buffer of direction bytes, uint8 sequences and path,
