@@ -18,8 +18,8 @@ ambiguity code scores ``ambiguity`` (default -1).
 Protein alphabet: the 20 amino acids, ``B Z X``, ``U`` (selenocysteine), ``O``
 (pyrrolysine) and ``*`` (stop). Matrices come from
 ``Bio.Align.substitution_matrices``; a letter the matrix lacks is scored with the
-matrix's ``X`` row and column (``O`` for the NCBI matrices), except ``U``, scored as ``C``
-(blastp and ssearch36 do the same).
+matrix's ``X`` row and column, except ``U``, scored as ``C`` (as blastp and ssearch36 do), and
+``O``, scored as ``K`` (as ssearch36 does; blastp scores it as its own ``X``).
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ class ScoringScheme:
         Nucleotide matrices (all letters in the IUPAC DNA set) give a DNA scheme;
         others a protein scheme. Letters of our alphabet that the matrix lacks are
         scored as ``X`` (protein) or ``N`` (DNA), but ``U`` (selenocysteine) as ``C``, as
-        blastp and ssearch36 score it.
+        blastp and ssearch36 score it, and ``O`` (pyrrolysine) as ``K``, as ssearch36 does.
         """
         from Bio.Align import substitution_matrices
 
@@ -245,8 +245,9 @@ class ScoringScheme:
         def column(letter: str) -> str:
             if letter in letters:
                 return letter
-            # Selenocysteine scores as cysteine, as in blastp and ssearch36.
-            return "C" if alphabet is PROTEIN and letter == "U" and "C" in letters else fallback
+            # Selenocysteine scores as cysteine (blastp, ssearch36), pyrrolysine as lysine (ssearch36).
+            stands_for = {"U": "C", "O": "K"}.get(letter) if alphabet is PROTEIN else None
+            return stands_for if stands_for is not None and stands_for in letters else fallback
 
         size = alphabet.size
         matrix = np.zeros((size, size), dtype=np.int32)

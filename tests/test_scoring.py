@@ -1,11 +1,14 @@
 """Scoring model: alphabets, encoding, matrices, gap convention and their errors."""
 
+import os
 import re
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
+from Bio import SeqIO
+from paths import DATA
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.scoring import (BLAST_DEFAULT_GAPS, DNA, NEG_INF, PROTEIN, ScoringScheme, default_gaps,
@@ -41,7 +44,7 @@ def test_protein_alphabet_holds_the_twenty_amino_acids_and_bzxuo_stop():
     assert set("ACDEFGHIKLMNPQRSTVWY") | set("BZXUO*") == set(PROTEIN.letters)
 
 
-def test_named_matrix_matches_biopython_and_scores_o_as_x():
+def test_named_matrix_matches_biopython_and_scores_o_as_k():
     from Bio.Align import substitution_matrices
 
     blosum = substitution_matrices.load("BLOSUM62")
@@ -50,8 +53,8 @@ def test_named_matrix_matches_biopython_and_scores_o_as_x():
     for a in "ARNDCQEGHILKMFPSTWYVBZX*":
         for b in "ARNDCQEGHILKMFPSTWYV":
             assert scheme.matrix[letters.index(a), letters.index(b)] == blosum[a, b]
-    o, x = letters.index("O"), letters.index("X")
-    assert np.array_equal(scheme.matrix[o], scheme.matrix[x])
+    o, k = letters.index("O"), letters.index("K")
+    assert np.array_equal(scheme.matrix[o], scheme.matrix[k])
 
 
 @pytest.mark.parametrize("name", ["BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "PAM30", "PAM70", "PAM250"])
@@ -122,24 +125,36 @@ def test_score_range_check_refuses_overflowing_sizes():
     assert scheme.score_bound(10**6, 10**6) < -NEG_INF // 2
 
 
-def test_selenocysteine_scores_as_cysteine_as_in_blastp(tmp_path):
-    # BLOSUM62 has no U; blastp and ssearch36 score it as C (O, which they disagree on, stays X).
-    import shutil
-    import subprocess
-
-    blosum = ScoringScheme.from_matrix("BLOSUM62")
-    u, c, o, x = (PROTEIN.letters.index(letter) for letter in "UCOX")
-    assert (blosum.matrix[u] == blosum.matrix[c]).all() and (blosum.matrix[:, u] == blosum.matrix[:, c]).all()
-    assert blosum.matrix[u, u] == blosum.matrix[c, c] == 9
-    assert (blosum.matrix[o] == blosum.matrix[x]).all()
-    if shutil.which("blastp") is None:
-        return
+def test_selenocysteine_scores_as_cysteine_and_pyrrolysine_as_lysine_as_in_ssearch36(tmp_path):
+    """BLOSUM62 has no U and no O: blastp and ssearch36 score U as C; ssearch36 scores O as K
+    (blastp as its own X row, which differs from Biopython's and ssearch36's in 20 entries, so
+    no choice equals both). Ten O against HBB_HUMAN in HBA_HUMAN: ssearch36 260 (as with K)."""
     from gpualign_plugin.pairwise.api import align_sequences
 
+    blosum = ScoringScheme.from_matrix("BLOSUM62")
+    u, c, o, k = (PROTEIN.letters.index(letter) for letter in "UCOK")
+    assert (blosum.matrix[u] == blosum.matrix[c]).all() and (blosum.matrix[:, u] == blosum.matrix[:, c]).all()
+    assert blosum.matrix[u, u] == blosum.matrix[c, c] == 9
+    assert (blosum.matrix[o] == blosum.matrix[k]).all() and (blosum.matrix[:, o] == blosum.matrix[:, k]).all()
+    records = {r.id: str(r.seq) for r in SeqIO.parse(os.path.join(DATA, "globins.fasta"), "fasta")}
+    hbb, hba = records["HBB_HUMAN"], list(records["HBA_HUMAN"])
+    for position in (5, 20, 33, 47, 60, 77, 90, 101, 118, 130):
+        hba[position] = "O"
+    hba = "".join(hba)
+    ours = align_sequences(blosum.encode("q", hbb), blosum.encode("s", hba), blosum, "local").score
+    assert ours == 260
+    if shutil.which("ssearch36") is not None:
+        (tmp_path / "q.fa").write_text(f">q\n{hbb}\n")
+        (tmp_path / "s.fa").write_text(f">s\n{hba}\n")
+        report = subprocess.run(["ssearch36", "-q", "-s", "BL62", "-f", "-11", "-g", "-1", str(tmp_path / "q.fa"),
+                                 str(tmp_path / "s.fa")], check=True, capture_output=True, text=True).stdout
+        assert int(re.search(r"Smith-Waterman score: (\d+)", report).group(1)) == ours
+    if shutil.which("blastp") is None:
+        return
     query, subject = "MKWHWFYWPRWUWHYMWKFW", "MKWHWFYWPRWCWHYMWKFW"
-    (tmp_path / "q.fa").write_text(f">q\n{query}\n")
-    (tmp_path / "s.fa").write_text(f">s\n{subject}\n")
-    out = subprocess.run(["blastp", "-query", str(tmp_path / "q.fa"), "-subject", str(tmp_path / "s.fa"),
+    (tmp_path / "u.fa").write_text(f">u\n{query}\n")
+    (tmp_path / "c.fa").write_text(f">c\n{subject}\n")
+    out = subprocess.run(["blastp", "-query", str(tmp_path / "u.fa"), "-subject", str(tmp_path / "c.fa"),
                           "-comp_based_stats", "0", "-seg", "no", "-gapopen", "11", "-gapextend", "1",
                           "-outfmt", "6 score"], check=True, capture_output=True, text=True).stdout
     ours = align_sequences(blosum.encode("q", query), blosum.encode("s", subject), blosum, "local")
