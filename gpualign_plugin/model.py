@@ -211,6 +211,17 @@ def column_ops(cigar: Cigar) -> np.ndarray:
     return np.repeat(ops, [length for length, _ in cigar.runs])
 
 
+def cigar_columns(cigar: Cigar, start: int, end: int) -> tuple[Cigar, int, int]:
+    """Columns ``[start, end)`` of ``cigar`` as a CIGAR (``cigar`` itself when that is all of
+    it), with the query and target residues that the columns before ``start`` consume."""
+    ops = column_ops(cigar)
+    if (start, end) == (0, len(ops)):
+        return cigar, 0, 0
+    before = ops[:start]
+    return (Cigar.from_ops(ops[start:end].tobytes().decode()), int(np.count_nonzero(before != ord("D"))),
+            int(np.count_nonzero(before != ord("I"))))
+
+
 def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
                   scheme: ScoringScheme) -> np.ndarray:
     """Score of every column of an ``=XID`` path (``int64``, one entry per column).

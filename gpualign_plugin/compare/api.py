@@ -62,8 +62,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, SyntenicBlock, column_ops, column_scores,
-                                   score_cigar)
+from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, SyntenicBlock, cigar_columns,
+                                   column_scores, score_cigar)
 from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
@@ -590,19 +590,26 @@ def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, 
         part = syntenic_align(piece[x0:x1], window[y0:y1], scheme, block_penalty,
                               backend=backend, device=device)
         for b in part.blocks:
-            block = SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0,
-                                  b.target_start + y0, b.target_end + y0, b.score, b.cigar)
-            if blocks and blocks[-1].kind == block.kind:
-                previous = blocks.pop()
-                cigar = Cigar.from_runs(previous.cigar.runs + block.cigar.runs)
-                score = -block_penalty if block.kind == "difference" else score_cigar(
-                    cigar, piece[previous.query_start:block.query_end],
-                    window[previous.target_start:block.target_end], scheme)
-                block = SyntenicBlock(block.kind, previous.query_start, block.query_end,
-                                      previous.target_start, block.target_end, score, cigar)
-            blocks.append(block)
+            _append_joined(blocks, SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0,
+                                                 b.target_start + y0, b.target_end + y0, b.score, b.cigar),
+                           piece, window, scheme, block_penalty)
     return SyntenicAlignment("query", "target", len(piece), len(window),
                              sum(b.score for b in blocks), block_penalty, tuple(blocks))
+
+
+def _append_joined(blocks: list, block: SyntenicBlock, piece, window, scheme: ScoringScheme,
+                   block_penalty: int) -> None:
+    """Append ``block`` to ``blocks``, joined with the last one when they are of one kind (a
+    matching region's CIGAR rescored as a whole; two difference blocks cost one block penalty)."""
+    if blocks and blocks[-1].kind == block.kind:
+        previous = blocks.pop()
+        cigar = Cigar.from_runs(previous.cigar.runs + block.cigar.runs)
+        score = -block_penalty if block.kind == "difference" else score_cigar(
+            cigar, piece[previous.query_start:block.query_end],
+            window[previous.target_start:block.target_end], scheme)
+        block = SyntenicBlock(block.kind, previous.query_start, block.query_end,
+                              previous.target_start, block.target_end, score, cigar)
+    blocks.append(block)
 
 
 def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.ndarray,
@@ -619,44 +626,31 @@ def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.
     cut among equals. A grown end that scores more than nothing stays aligned.
     """
     blocks = list(alignment.blocks)
+    penalty = alignment.block_penalty
     for at_end in (True, False):
         index = -1 if at_end else 0
         if not grown[int(at_end)] or not blocks or blocks[index].kind != "match":
             continue
         block = blocks[index]
-        ops = column_ops(block.cigar)
         scores = column_scores(block.cigar, piece[block.query_start:block.query_end],
                                window[block.target_start:block.target_end], scheme)
         running = np.concatenate(([0], np.cumsum(scores if at_end else scores[::-1])))
         kept = int(np.argmax(running))
-        if kept == len(ops):
+        if kept == len(scores):
             continue
-        kept_ops = ops[:kept] if at_end else ops[len(ops) - kept:]
-        query_kept = int(np.count_nonzero(kept_ops != ord("D")))
-        target_kept = int(np.count_nonzero(kept_ops != ord("I")))
-        if at_end:
-            split = (block.query_start + query_kept, block.target_start + target_kept)
-            match = (block.query_start, split[0], block.target_start, split[1])
-            cut = (split[0], block.query_end, split[1], block.target_end)
-        else:
-            split = (block.query_end - query_kept, block.target_end - target_kept)
-            match = (split[0], block.query_end, split[1], block.target_end)
-            cut = (block.query_start, split[0], block.target_start, split[1])
-        trimmed = [SyntenicBlock("difference", *cut, -alignment.block_penalty)]
-        if kept:
-            cigar = Cigar.from_ops(kept_ops.tobytes().decode())
-            kept_block = SyntenicBlock("match", *match, score_cigar(cigar, piece[match[0]:match[1]],
-                                                                    window[match[2]:match[3]], scheme), cigar)
-            trimmed = trimmed + [kept_block] if not at_end else [kept_block] + trimmed
-        else:
-            # The whole region goes: one difference block with its neighbour, if any.
-            neighbour = blocks[index - 1 if at_end else 1] if len(blocks) > 1 else None
-            if neighbour is not None and neighbour.kind == "difference":
-                blocks.remove(neighbour)
-                start, end = (neighbour, block) if at_end else (block, neighbour)
-                trimmed = [SyntenicBlock("difference", start.query_start, end.query_end, start.target_start,
-                                         end.target_end, -alignment.block_penalty)]
-        blocks[index:len(blocks) if at_end else 1] = trimmed
+        start, end = (0, kept) if at_end else (len(scores) - kept, len(scores))
+        cigar, query_before, target_before = cigar_columns(block.cigar, start, end)
+        qs, ts = block.query_start + query_before, block.target_start + target_before
+        qe, te = qs + cigar.query_length(), ts + cigar.target_length()
+        pieces = [SyntenicBlock("difference", block.query_start, qs, block.target_start, ts, -penalty),
+                  SyntenicBlock("match", qs, qe, ts, te, score_cigar(cigar, piece[qs:qe], window[ts:te], scheme),
+                                cigar),
+                  SyntenicBlock("difference", qe, block.query_end, te, block.target_end, -penalty)]
+        rest = blocks[:-1] if at_end else blocks[1:]
+        blocks = []
+        for b in (rest + pieces if at_end else pieces + rest):
+            if b.query_span or b.target_span:  # the cut side and a match with no column kept are empty
+                _append_joined(blocks, b, piece, window, scheme, penalty)
     if blocks == list(alignment.blocks):
         return alignment
     return replace(alignment, score=sum(b.score for b in blocks), blocks=tuple(blocks))

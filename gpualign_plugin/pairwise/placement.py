@@ -21,7 +21,7 @@ from typing import Sequence as Ordered
 import numpy as np
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.model import Alignment, Cigar, PairScore, column_ops, column_scores
+from gpualign_plugin.model import Alignment, PairScore, cigar_columns, column_scores
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.statistics import MAX_MAPQ, KarlinAltschul, parameters_for, primary_mapq
 
@@ -497,14 +497,11 @@ def cut_alignment(pair, q: np.ndarray, t: np.ndarray, scheme: ScoringScheme, zdr
     aligned_t = t[pair.target_start:pair.target_end]
     scores = column_scores(pair.cigar, aligned_q, aligned_t, scheme)
     start, end, score = zdrop_cut(scores, zdrop)
-    ops = column_ops(pair.cigar)
-    consumes_q = (ops != ord("D")).astype(np.int64)
-    consumes_t = (ops != ord("I")).astype(np.int64)
-    qs = pair.query_start + int(consumes_q[:start].sum())
-    qe = qs + int(consumes_q[start:end].sum())
-    ts = pair.target_start + int(consumes_t[:start].sum())
-    te = ts + int(consumes_t[start:end].sum())
-    cigar = pair.cigar if (start, end) == (0, len(ops)) else Cigar.from_ops(ops[start:end].tobytes().decode())
+    cigar, query_before, target_before = cigar_columns(pair.cigar, start, end)
+    qs = pair.query_start + query_before
+    qe = qs + cigar.query_length()
+    ts = pair.target_start + target_before
+    te = ts + cigar.target_length()
     if where.strand == "-":
         qs, qe = where.q1 - qe, where.q1 - qs
     else:
