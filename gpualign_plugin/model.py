@@ -231,7 +231,12 @@ def column_scores(cigar: Cigar, query: np.ndarray, target: np.ndarray,
     ``-(open + extend)``, the others ``-extend``; so the sum over any stretch of
     columns that cuts no gap run is that stretch's alignment score.
     """
-    ops = column_ops(cigar)
+    return path_scores(column_ops(cigar), query, target, scheme)
+
+
+def path_scores(ops: np.ndarray, query: np.ndarray, target: np.ndarray, scheme: ScoringScheme) -> np.ndarray:
+    """:func:`column_scores` of a path given as one operation per column (letter codes, as
+    :func:`column_ops` gives them)."""
     consumes_q, consumes_t = ops != ord("D"), ops != ord("I")
     aligned = consumes_q & consumes_t
     scores = np.full(len(ops), -scheme.gap_extend, dtype=np.int64)

@@ -49,7 +49,7 @@ from numba import njit
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.gotoh import STATE_H, boundary_step, cigar_from_ops, direction_step
-from gpualign_plugin.model import NO_PAIR_ALIGNMENT, RUN_OPS, PairAlignment, PairScore
+from gpualign_plugin.model import NO_PAIR_ALIGNMENT, RUN_OPS, PairAlignment, PairScore, path_scores
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
@@ -1287,6 +1287,11 @@ class _Region:
         return top_h, top_f, left_h, left_e
 
 
+_OP_LETTERS = np.frombuffer(RUN_OPS.encode("ascii"), dtype=np.uint8)
+"""The letter code of each operation code of the walk's path (:data:`~gpualign_plugin.model.RUN_OPS`)."""
+_GAP_LETTERS = (ord("I"), ord("D"))
+
+
 class _TracedScore:
     """The score of the path traced so far, from the end cell back to the cursor, kept up to
     date as the walk adds operations: what bounds the value a region's sweep must reach.
@@ -1300,9 +1305,7 @@ class _TracedScore:
 
     def __init__(self, query: np.ndarray, target: np.ndarray, scheme: ScoringScheme, best: int, end_row: int,
                  end_column: int):
-        self.query, self.target = query, target
-        self.matrix = np.asarray(scheme.matrix, dtype=np.int64)
-        self.gap_open, self.gap_extend = scheme.gap_open, scheme.gap_extend
+        self.query, self.target, self.scheme = query, target, scheme
         self.best, self.row, self.column = best, end_row, end_column
         self.score = 0
         self.counted = 0  # operations of ops[:counted] are in self.score
@@ -1310,21 +1313,16 @@ class _TracedScore:
     def goal(self, ops: np.ndarray, pos: int) -> int:
         """A lower bound of the value the path needs where ``ops[:pos]`` (traceback order) ends."""
         if pos > self.counted:
-            codes = ops[self.counted:pos]  # traceback order: the first is nearest the end cell
-            consumes_q, consumes_t = codes != RUN_OPS.index("D"), codes != RUN_OPS.index("I")
-            rows = self.row - np.cumsum(consumes_q)  # 0-based residue of each column
-            columns = self.column - np.cumsum(consumes_t)
-            aligned = consumes_q & consumes_t
-            gap = ~aligned
-            # A run's first column along the alignment is its last in traceback order.
-            opens = gap & np.concatenate((codes[1:] != codes[:-1], [True]))
-            if self.counted and gap[0] and codes[0] == ops[self.counted - 1]:
-                self.score += self.gap_open  # the run charged before goes on: its open was early
-            self.score += int(self.matrix[self.query[rows[aligned]], self.target[columns[aligned]]].sum())
-            self.score -= int(gap.sum()) * self.gap_extend + int(opens.sum()) * self.gap_open
-            self.row, self.column = int(rows[-1]), int(columns[-1])
-            self.counted = pos
-        return self.best - self.score - self.gap_open
+            codes = ops[self.counted:pos][::-1]  # along the alignment: the last is nearest the end cell
+            letters = _OP_LETTERS[codes]
+            row = self.row - int(np.count_nonzero(letters != ord("D")))
+            column = self.column - int(np.count_nonzero(letters != ord("I")))
+            if self.counted and letters[-1] in _GAP_LETTERS and codes[-1] == ops[self.counted - 1]:
+                self.score += self.scheme.gap_open  # the run charged before goes on: its open was early
+            self.score += int(path_scores(letters, self.query[row:self.row], self.target[column:self.column],
+                                          self.scheme).sum())
+            self.row, self.column, self.counted = row, column, pos
+        return self.best - self.score - self.scheme.gap_open
 
 
 class _Traceback:
