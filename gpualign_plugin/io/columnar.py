@@ -295,7 +295,7 @@ def _unknown_counts(runs, ro, target_text, target_offsets, ti, ts, unknown):
 def unknown_counts(table: AlignmentTable, target_text: np.ndarray, target_offsets: np.ndarray,
                    dna: bool) -> np.ndarray:
     """Per row, its ``=`` columns of an N against an N (``int64``; zeros unless ``dna``): what
-    minimap2 and samtools count as differences (:func:`gpualign_plugin.model.unknown_matches`)."""
+    samtools calmd counts as differences in SAM (:func:`gpualign_plugin.model.unknown_matches`)."""
     return _unknown_counts(table.runs, table.run_offsets, target_text, target_offsets, table.target_index,
                            table.target_start, ord(UNKNOWN_BASE) if dna else 0)
 

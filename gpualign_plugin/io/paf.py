@@ -82,8 +82,7 @@ def write_paf(path_or_handle: Union[str, os.PathLike, IO[str]],
         dna = queries is not None and targets is not None
         for alignment in alignments:
             records = (queries[alignment.query_id], targets[alignment.target_id]) if dna else ()
-            line = paf_line(alignment, *records)
-            handle.write(line + "\n")
+            handle.write(paf_line(alignment, *records) + "\n")
 
 
 def _tag_value(kind: str, value: str):
