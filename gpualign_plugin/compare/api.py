@@ -39,7 +39,9 @@ reference (the *target*) in three steps:
    ``replacement``
        Both sides present, no inversion.
    ``small``
-       Both sides shorter than ``min_event`` bases (a cluster of point differences).
+       Both sides shorter than ``min_event`` bases (a cluster of point differences) at a
+       region's end; inside a region such a block is aligned through
+       (:func:`join_small_differences`), as nucmer aligns through it.
 
    Inverted and relocated blocks get a syntenic alignment of their own (a nested region)
    so that their SNPs and indels are counted and written like any other.
@@ -79,6 +81,10 @@ CHUNK_LENGTH = 20000
 
 ANCHOR_RUN = 20
 """An anchor is the middle of a run of at least this many identical columns of a placement."""
+
+ALIGN_THROUGH = 85
+"""An interior difference block with its longer side shorter than this (bases), and its shorter
+side shorter than ``min_event``, is aligned through (:func:`join_small_differences`)."""
 
 EVENT_KINDS = ("insertion", "deletion", "inversion", "relocation", "duplication",
                "translocation", "replacement", "small")
@@ -656,6 +662,51 @@ def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.
     return replace(alignment, score=sum(b.score for b in blocks), blocks=tuple(blocks))
 
 
+def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, window: np.ndarray,
+                           scheme: ScoringScheme, min_event: int) -> SyntenicAlignment:
+    """``alignment`` (of ``piece`` against ``window``, codes) with each interior difference block
+    whose shorter side is shorter than ``min_event`` and longer side shorter than
+    :data:`ALIGN_THROUGH` aligned through: its two sides aligned globally (exact, CPU; one side
+    empty: one gap) and joined with the matching regions around it into one, rescored as a whole.
+
+    The syntenic alignment prefers a block break to a gap longer than about
+    ``block_penalty / extend`` bases (23 with the DNA defaults), so an indel of 23 to 84 bases
+    split a region's alignment in two, where nucmer aligns through it and dnadiff counts it
+    as an indel inside one alignment (measured: through a 26-, 45-, 60- and 80-base deletion and
+    a 40-base insertion, broken at 89 and more). A block with both sides of ``min_event`` bases
+    or more stays a difference block (a replacement or an inversion, not point differences).
+    """
+    blocks = alignment.blocks
+    if not any(_aligned_through(block, k, len(blocks), min_event) for k, block in enumerate(blocks)):
+        return alignment
+    joined: list[SyntenicBlock] = []
+    for k, block in enumerate(blocks):
+        if _aligned_through(block, k, len(blocks), min_event):
+            qs, qe, ts, te = block.query_start, block.query_end, block.target_start, block.target_end
+            if qe == qs or te == ts:
+                cigar = Cigar.from_runs([(qe - qs, "I"), (te - ts, "D")])
+            else:
+                cigar = align_sequences(Sequence("query", "", piece[qs:qe]), Sequence("target", "", window[ts:te]),
+                                        scheme, "global").cigar
+            block = SyntenicBlock("match", qs, qe, ts, te, 0, cigar)
+        if joined and joined[-1].kind == block.kind == "match":
+            previous = joined.pop()
+            block = SyntenicBlock("match", previous.query_start, block.query_end, previous.target_start,
+                                  block.target_end, 0, Cigar.from_runs(previous.cigar.runs + block.cigar.runs))
+        joined.append(block)
+    rescored = tuple(replace(b, score=score_cigar(b.cigar, piece[b.query_start:b.query_end],
+                                                  window[b.target_start:b.target_end], scheme))
+                     if b.kind == "match" else b for b in joined)
+    return replace(alignment, score=sum(b.score for b in rescored), blocks=rescored)
+
+
+def _aligned_through(block: SyntenicBlock, index: int, count: int, min_event: int) -> bool:
+    """Whether :func:`join_small_differences` aligns through ``block`` (``index`` of ``count``)."""
+    sides = sorted((block.query_span, block.target_span))
+    return (block.kind == "difference" and 0 < index < count - 1
+            and sides[0] < min_event and sides[1] < ALIGN_THROUGH)
+
+
 class _Work:
     """The regions, blocks and events of one comparison while they are being built."""
 
@@ -692,6 +743,7 @@ class _Work:
         window = self.targets[target_id].codes[target_start:target_end]
         alignment = trim_grown_ends(anchored_syntenic(piece, window, self.scheme, self.block_penalty, anchors,
                                                       self.backend, self.device), piece, window, self.scheme, grown)
+        alignment = join_small_differences(alignment, piece, window, self.scheme, self.min_event)
         region = Region(f"R{len(self.regions) + 1}", query_id, target_id, strand, query_start,
                         query_end, target_start, target_end, alignment, role, parent)
         self.regions.append(region)

@@ -366,3 +366,42 @@ def test_a_grown_end_of_mismatches_only_joins_the_unaligned_block_before_it():
     assert [(b.kind, b.query_start, b.query_end, b.target_end) for b in trimmed.blocks] == \
         [("match", 0, 13, 13), ("difference", 13, 20, 20)]
     assert trimmed.recompute_score(piece, window, SCHEME) == trimmed.score == 26 - 50
+
+
+@pytest.mark.parametrize("query_side, target_side, joined", [
+    ("", "GATTACAGATTACAGATTACAGATTACAGA", True),      # a 30-base deletion
+    ("CCGGTTAACCGGTTAACCGGTTAAC", "", True),            # a 25-base insertion
+    ("CCGGTTAACC", "GATTACAGATTACAGATTACAGATTACAGATTACA", True),  # both sides, the shorter under 50
+    ("C" * 10, "G" * 85, False),                        # the longer side too long: nucmer breaks there too
+    ("C" * 50, "G" * 60, False),                        # both sides 50 or more: a replacement
+])
+def test_a_small_interior_difference_block_is_aligned_through(query_side, target_side, joined):
+    """[match, difference, match] becomes one matching region when the difference is small:
+    the flanks' columns unchanged, the middle an optimal global alignment (Biopython's score),
+    the whole rescored; a block that is not small stays."""
+    from gpualign_plugin.compare.api import join_small_differences
+    from gpualign_plugin.model import SyntenicAlignment, SyntenicBlock, score_cigar
+    from oracles import biopython_aligner
+
+    left, right = "ACGTTGCAAGTCCGATAGCT", "TTGACCAGTAGGCATCGATC"
+    piece = SCHEME.alphabet.encode(left + query_side + right)
+    window = SCHEME.alphabet.encode(left + target_side + right)
+    flank = Cigar.from_runs([(20, "=")])
+    q, t = len(query_side), len(target_side)
+    blocks = (SyntenicBlock("match", 0, 20, 0, 20, 40, flank),
+              SyntenicBlock("difference", 20, 20 + q, 20, 20 + t, -50),
+              SyntenicBlock("match", 20 + q, 40 + q, 20 + t, 40 + t, 40, flank))
+    result = join_small_differences(SyntenicAlignment("q", "t", 40 + q, 40 + t, 30, 50, blocks), piece, window,
+                                    SCHEME, 50)
+    if not joined:
+        assert result.blocks == blocks
+        return
+    (block,) = result.blocks
+    assert (block.kind, block.query_end, block.target_end) == ("match", 40 + q, 40 + t)
+    assert block.cigar.runs[0][1] == block.cigar.runs[-1][1] == "="
+    assert result.score == block.score == score_cigar(block.cigar, piece, window, SCHEME)
+    middle = score_cigar(block.cigar, piece, window, SCHEME) - 80
+    if q and t:
+        assert middle == biopython_aligner(SCHEME, "global").score(target_side, query_side)
+    else:
+        assert middle == -(SCHEME.gap_open + SCHEME.gap_extend * (q + t))
