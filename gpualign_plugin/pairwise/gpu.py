@@ -53,6 +53,7 @@ from gpualign_plugin.model import NO_PAIR_ALIGNMENT, RUN_OPS, PairAlignment, Pai
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
+from gpualign_plugin.runtime.warm import load_in_background
 from gpualign_plugin.scoring import NEG_INF, ScoringScheme
 
 MODES = cpu.MODES
@@ -1482,17 +1483,10 @@ class _Traceback:
 
 @functools.lru_cache(maxsize=1)
 def warm_walk() -> threading.Thread:
-    """Load the host walk (:func:`_trace_chunk`, Numba) in a background thread, once per process.
-
-    The first Numba call of a process pays Numba's start-up (seconds on a loaded host)
-    even with the compiled walk in its disk cache; started before the score pass, that
-    happens while the host only waits for the GPU (CuPy releases the GIL while it
-    synchronises). The walk's arguments here have the types the traceback passes.
-    """
-    thread = threading.Thread(target=_trace_chunk, args=_warm_walk_args(), daemon=True,
-                              name="gpualign-warm-walk")
-    thread.start()
-    return thread
+    """Load the host walk (:func:`_trace_chunk`, Numba) in a background thread, once per process
+    (:mod:`gpualign_plugin.runtime.warm`; started before the score pass). The walk's arguments
+    here have the types the traceback passes."""
+    return load_in_background("walk", _trace_chunk, *_warm_walk_args())
 
 
 def _warm_walk_args() -> tuple:

@@ -287,8 +287,10 @@ def _scan_chunks(oriented, query_lengths, chunks, scheme, top, n_strands, histog
 
 def _gpu_top(oriented, database, span, scheme, top, n_strands, devices, on_progress):
     """Each query's ``top`` ranked candidates over both strands, selected on the GPU(s)."""
+    from gpualign_plugin.batch.api import warm_packing
     from gpualign_plugin.search import gpu as gpu_search
 
+    warm_packing()
     order = database.order[(database.order >= span[0]) & (database.order < span[1])]
     found = gpu_search.top_hits(oriented, database.codes, database.offsets, order, scheme, top,
                                 devices, on_progress)
