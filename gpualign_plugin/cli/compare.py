@@ -56,7 +56,9 @@ def register(subparsers) -> None:
     parser.add_argument("-d", "--block-penalty", type=int, metavar="D",
                         help="syntenic block penalty [50 with the default scores]")
     parser.add_argument("--min-event", type=int, default=50, metavar="BP",
-                        help="a side of a difference block shorter than this counts as empty [50]")
+                        help="a side of a difference block shorter than this counts as empty, and a block "
+                             "with both sides shorter is SNPs and indels of its alignment; 85 counts the "
+                             "indels nucmer aligns through as dnadiff does [50]")
     parser.add_argument("--evalue", type=float, default=1e-5, metavar="E",
                         help="placement significance cutoff [1e-5]")
     add_scoring_options(parser, "dna")

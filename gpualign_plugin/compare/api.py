@@ -82,10 +82,6 @@ CHUNK_LENGTH = 20000
 ANCHOR_RUN = 20
 """An anchor is the middle of a run of at least this many identical columns of a placement."""
 
-ALIGN_THROUGH = 85
-"""An interior difference block with its longer side shorter than this (bases), and its shorter
-side shorter than ``min_event``, is aligned through (:func:`join_small_differences`)."""
-
 EVENT_KINDS = ("insertion", "deletion", "inversion", "relocation", "duplication",
                "translocation", "replacement", "small")
 """Kinds of differences, in report order."""
@@ -665,16 +661,18 @@ def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.
 def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, window: np.ndarray,
                            scheme: ScoringScheme, min_event: int) -> SyntenicAlignment:
     """``alignment`` (of ``piece`` against ``window``, codes) with each interior difference block
-    whose shorter side is shorter than ``min_event`` and longer side shorter than
-    :data:`ALIGN_THROUGH` aligned through: its two sides aligned globally (exact, CPU; one side
-    empty: one gap) and joined with the matching regions around it into one, rescored as a whole.
+    whose sides are both shorter than ``min_event`` aligned through: its two sides aligned
+    globally (exact, CPU; one side empty: one gap) and joined with the matching regions around
+    it into one, rescored as a whole.
 
     The syntenic alignment prefers a block break to a gap longer than about
-    ``block_penalty / extend`` bases (23 with the DNA defaults), so an indel of 23 to 84 bases
-    split a region's alignment in two, where nucmer aligns through it and dnadiff counts it
-    as an indel inside one alignment (measured: through a 26-, 45-, 60- and 80-base deletion and
-    a 40-base insertion, broken at 89 and more). A block with both sides of ``min_event`` bases
-    or more stays a difference block (a replacement or an inversion, not point differences).
+    ``block_penalty / extend`` bases (23 with the DNA defaults), so an indel of 23 to 49 bases
+    split a region's alignment in two (two breakpoints and an insertion in the report) where
+    nucmer aligns through it and dnadiff counts an indel of one alignment. A difference with a
+    side of ``min_event`` bases or more stays a difference block: an event (insertion,
+    deletion, replacement, inversion, or half of a relocation). nucmer aligns through indels
+    up to about 85 bases (measured: through 60 and 80, broken at 89 and more), so
+    ``--min-event 85`` gives dnadiff's figures for those too.
     """
     blocks = alignment.blocks
     if not any(_aligned_through(block, k, len(blocks), min_event) for k, block in enumerate(blocks)):
@@ -702,9 +700,8 @@ def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, wind
 
 def _aligned_through(block: SyntenicBlock, index: int, count: int, min_event: int) -> bool:
     """Whether :func:`join_small_differences` aligns through ``block`` (``index`` of ``count``)."""
-    sides = sorted((block.query_span, block.target_span))
     return (block.kind == "difference" and 0 < index < count - 1
-            and sides[0] < min_event and sides[1] < ALIGN_THROUGH)
+            and max(block.query_span, block.target_span) < min_event)
 
 
 class _Work:

@@ -41,13 +41,13 @@ def percent(cell: str) -> float:
     return float(re.search(r"\(([\d.]+)%\)", cell).group(1))
 
 
-def compare_rows(directory, reference: str, contigs: list[tuple[str, str]]) -> dict:
-    """Report rows of `gpualign compare` (CPU) of the contigs against the reference, written as
-    ``ref.fa`` and ``asm.fa`` in ``directory``."""
+def compare_rows(directory, reference: str, contigs: list[tuple[str, str]], *options: str) -> dict:
+    """Report rows of `gpualign compare` (CPU, with ``options``) of the contigs against the
+    reference, written as ``ref.fa`` and ``asm.fa`` in ``directory``."""
     (directory / "ref.fa").write_text(f">ref\n{reference}\n")
     (directory / "asm.fa").write_text("".join(f">{name}\n{text}\n" for name, text in contigs))
     subprocess.run(MAIN + ["compare", "-q", str(directory / "asm.fa"), "-t", str(directory / "ref.fa"),
-                           "-p", str(directory / "asm"), "--backend", "cpu"], check=True, capture_output=True)
+                           "-p", str(directory / "asm"), "--backend", "cpu", *options], check=True, capture_output=True)
     return report_rows(directory / "asm.report")
 
 
@@ -272,9 +272,11 @@ def test_indels_that_nucmer_aligns_through_are_indels_of_one_alignment_as_in_dna
     """Lambda with 1% SNPs and planted deletions of 26, 45, 60, 80 and 120 bases, insertions of 40
     and 150. nucmer aligns through all but the 120 and the 150 (dnadiff, measured: 3 alignments,
     4 / 4 breakpoints, one insertion each side, 252 indel bases). The syntenic alignment breaks
-    at any gap longer than 23 bases: before ``join_small_differences`` 8 alignments, 14 / 14
-    breakpoints, 6 / 2 insertions and no indel base; now dnadiff's figures (251 indel bases: one
-    base of a junction placed on the other side)."""
+    at any gap longer than 23 bases: before ``join_small_differences``, 8 alignments, 14 / 14
+    breakpoints, 6 / 2 insertions and no indel base. Now the 26, 45 and 40 are indels of one
+    alignment; the 60 and 80, of ``--min-event`` (50) bases or more, stay deletion events (5
+    alignments); with ``--min-event 85`` they are indels too: dnadiff's figures (251 indel
+    bases: one base of a junction placed on the other side)."""
     reference = "".join(line.strip() for line in open(os.path.join(RESOURCES, "genomes", "lambda.fa"))
                         if not line.startswith(">"))
     rng = random.Random(3)
@@ -289,16 +291,24 @@ def test_indels_that_nucmer_aligns_through_are_indels_of_one_alignment_as_in_dna
     for at, deleted, inserted in edits:
         pieces += [strain[last:at], "".join(rng.choice("ACGT") for _ in range(inserted))]
         last = at + deleted
-    contig = "".join(pieces) + strain[last:]
+    contigs = [("strain", "".join(pieces) + strain[last:])]
+    ours = compare_rows(tmp_path, reference, contigs)
+    assert (ours["1-to-1"], ours["Breakpoints"], ours["Insertions"], ours["TotalIndels"]) == \
+        (("5", "5"), ("8", "8"), ("3", "1"), ("111", "111"))
+    deletions = [line.split("\t")[7:10] for line in open(tmp_path / "asm.differences.tsv")
+                 if line.split("\t")[1] == "deletion"]
+    assert [int(length) for _, _, length in deletions] == [60, 80, 120]
+    like_nucmer = compare_rows(tmp_path, reference, contigs, "--min-event", "85")
+    assert (like_nucmer["1-to-1"], like_nucmer["Breakpoints"], like_nucmer["Insertions"],
+            like_nucmer["InsertionSum"], like_nucmer["TotalIndels"]) == \
+        (("3", "3"), ("4", "4"), ("1", "1"), ("120", "150"), ("251", "251"))
     if shutil.which("dnadiff"):
-        ours, theirs = ours_and_dnadiff(tmp_path, reference, [("strain", contig)])
+        subprocess.run(["dnadiff", "-p", str(tmp_path / "dnadiff"), str(tmp_path / "ref.fa"),
+                        str(tmp_path / "asm.fa")], check=True, capture_output=True)
+        theirs = report_rows(tmp_path / "dnadiff.report")
         for label in ("1-to-1", "Breakpoints", "Insertions"):
-            assert ours[label] == theirs[label], (label, ours[label], theirs[label])
-        assert abs(number(ours["TotalIndels"][0]) - number(theirs["TotalIndels"][0])) <= 1
-    else:
-        ours = compare_rows(tmp_path, reference, [("strain", contig)])
-    assert (ours["1-to-1"], ours["Breakpoints"], ours["Insertions"], ours["InsertionSum"], ours["TotalIndels"]) \
-        == (("3", "3"), ("4", "4"), ("1", "1"), ("120", "150"), ("251", "251"))
+            assert like_nucmer[label] == theirs[label], (label, like_nucmer[label], theirs[label])
+        assert abs(number(like_nucmer["TotalIndels"][0]) - number(theirs["TotalIndels"][0])) <= 1
 
 
 @pytest.mark.tools("samtools", "bcftools")

@@ -372,13 +372,14 @@ def test_a_grown_end_of_mismatches_only_joins_the_unaligned_block_before_it():
     ("", "GATTACAGATTACAGATTACAGATTACAGA", True),      # a 30-base deletion
     ("CCGGTTAACCGGTTAACCGGTTAAC", "", True),            # a 25-base insertion
     ("CCGGTTAACC", "GATTACAGATTACAGATTACAGATTACAGATTACA", True),  # both sides, the shorter under 50
-    ("C" * 10, "G" * 85, False),                        # the longer side too long: nucmer breaks there too
-    ("C" * 50, "G" * 60, False),                        # both sides 50 or more: a replacement
+    ("", "G" * 50, False),                              # a deletion of min_event bases: an event
+    ("C" * 10, "G" * 85, False),                        # a side of min_event bases or more: an event
+    ("C" * 50, "G" * 60, False),                        # both sides: a replacement
 ])
 def test_a_small_interior_difference_block_is_aligned_through(query_side, target_side, joined):
     """[match, difference, match] becomes one matching region when the difference is small:
     the flanks' columns unchanged, the middle an optimal global alignment (Biopython's score),
-    the whole rescored; a block that is not small stays."""
+    the whole rescored; a block with a side of ``min_event`` (50) bases or more stays."""
     from gpualign_plugin.compare.api import join_small_differences
     from gpualign_plugin.model import SyntenicAlignment, SyntenicBlock, score_cigar
     from oracles import biopython_aligner

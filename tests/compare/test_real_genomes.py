@@ -50,12 +50,12 @@ def test_the_bat_coronavirus_reports_every_row_dnadiff_reports(tmp_path):
 def test_sars_cov_1_is_aligned_where_blastn_finds_homology_that_nucmer_misses(tmp_path):
     """SARS-CoV-1 against SARS-CoV-2 (about 80% identical): nucmer's exact 20-mers seed only 60%
     of the genome (dnadiff: 17,844 reference bases aligned, 85.34% identity); the exact
-    alignments align 96.7% at 80.7%, no more than blastn's sensitive search (``-task blastn``)
+    alignments align 96.5% at 80.8%, no more than blastn's sensitive search (``-task blastn``)
     finds in significant hits (E <= 1e-5: 29,415 reference bases): homology, not noise."""
     ours = compare(tmp_path, "sars_cov_gz02.fa")
     aligned = number(ours["AlignedBases"][0])
-    assert ours["AlignedBases"] == ("28926(96.73%)", "28902(97.12%)")
-    assert ours["AvgIdentity"] == ("80.71", "80.71")
+    assert ours["AlignedBases"] == ("28865(96.53%)", "28853(96.95%)")
+    assert ours["AvgIdentity"] == ("80.79", "80.79")
     if shutil.which("dnadiff"):
         assert number(dnadiff(tmp_path, "sars_cov_gz02.fa")["AlignedBases"][0]) < 0.65 * aligned
     if shutil.which("blastn"):
