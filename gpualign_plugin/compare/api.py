@@ -594,21 +594,24 @@ def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, 
         for b in part.blocks:
             _append_joined(blocks, SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0,
                                                  b.target_start + y0, b.target_end + y0, b.score, b.cigar),
-                           piece, window, scheme, block_penalty)
+                           scheme, block_penalty)
     return SyntenicAlignment("query", "target", len(piece), len(window),
                              sum(b.score for b in blocks), block_penalty, tuple(blocks))
 
 
-def _append_joined(blocks: list, block: SyntenicBlock, piece, window, scheme: ScoringScheme,
-                   block_penalty: int) -> None:
-    """Append ``block`` to ``blocks``, joined with the last one when they are of one kind (a
-    matching region's CIGAR rescored as a whole; two difference blocks cost one block penalty)."""
+def _append_joined(blocks: list, block: SyntenicBlock, scheme: ScoringScheme, block_penalty: int) -> None:
+    """Append ``block`` to ``blocks``, joined with the last one when they are of one kind: two
+    difference blocks cost one block penalty; two matching regions score the sum of their
+    scores, one gap open less where a gap run of one continues in the other (the columns
+    score as before, and the continued run opens once: :func:`~gpualign_plugin.model.column_scores`)."""
     if blocks and blocks[-1].kind == block.kind:
         previous = blocks.pop()
         cigar = Cigar.from_runs(previous.cigar.runs + block.cigar.runs)
-        score = -block_penalty if block.kind == "difference" else score_cigar(
-            cigar, piece[previous.query_start:block.query_end],
-            window[previous.target_start:block.target_end], scheme)
+        if block.kind == "difference":
+            score = -block_penalty
+        else:
+            continued = previous.cigar.runs[-1][1] == block.cigar.runs[0][1] in "ID"
+            score = previous.score + block.score + (scheme.gap_open if continued else 0)
         block = SyntenicBlock(block.kind, previous.query_start, block.query_end,
                               previous.target_start, block.target_end, score, cigar)
     blocks.append(block)
@@ -652,7 +655,7 @@ def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.
         blocks = []
         for b in (rest + pieces if at_end else pieces + rest):
             if b.query_span or b.target_span:  # the cut side and a match with no column kept are empty
-                _append_joined(blocks, b, piece, window, scheme, penalty)
+                _append_joined(blocks, b, scheme, penalty)
     if blocks == list(alignment.blocks):
         return alignment
     return replace(alignment, score=sum(b.score for b in blocks), blocks=tuple(blocks))
@@ -663,7 +666,7 @@ def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, wind
     """``alignment`` (of ``piece`` against ``window``, codes) with each interior difference block
     whose sides are both shorter than ``min_event`` aligned through: its two sides aligned
     globally (exact, CPU; one side empty: one gap) and joined with the matching regions around
-    it into one, rescored as a whole.
+    it into one (:func:`_append_joined`).
 
     The syntenic alignment prefers a block break to a gap longer than about
     ``block_penalty / extend`` bases (23 with the DNA defaults), so an indel of 23 to 49 bases
@@ -686,16 +689,10 @@ def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, wind
             else:
                 cigar = align_sequences(Sequence("query", "", piece[qs:qe]), Sequence("target", "", window[ts:te]),
                                         scheme, "global").cigar
-            block = SyntenicBlock("match", qs, qe, ts, te, 0, cigar)
-        if joined and joined[-1].kind == block.kind == "match":
-            previous = joined.pop()
-            block = SyntenicBlock("match", previous.query_start, block.query_end, previous.target_start,
-                                  block.target_end, 0, Cigar.from_runs(previous.cigar.runs + block.cigar.runs))
-        joined.append(block)
-    rescored = tuple(replace(b, score=score_cigar(b.cigar, piece[b.query_start:b.query_end],
-                                                  window[b.target_start:b.target_end], scheme))
-                     if b.kind == "match" else b for b in joined)
-    return replace(alignment, score=sum(b.score for b in rescored), blocks=rescored)
+            block = SyntenicBlock("match", qs, qe, ts, te, score_cigar(cigar, piece[qs:qe], window[ts:te], scheme),
+                                  cigar)
+        _append_joined(joined, block, scheme, alignment.block_penalty)
+    return replace(alignment, score=sum(b.score for b in joined), blocks=tuple(joined))
 
 
 def _aligned_through(block: SyntenicBlock, index: int, count: int, min_event: int) -> bool:

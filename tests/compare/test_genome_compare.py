@@ -406,3 +406,24 @@ def test_a_small_interior_difference_block_is_aligned_through(query_side, target
         assert middle == biopython_aligner(SCHEME, "global").score(target_side, query_side)
     else:
         assert middle == -(SCHEME.gap_open + SCHEME.gap_extend * (q + t))
+
+
+def test_a_gap_run_continued_across_a_join_opens_once():
+    """A matching region ending in a deletion, joined with a small deletion block after it: one
+    run of 32 D, and the joined score is that of the whole CIGAR (one gap open, not two)."""
+    from gpualign_plugin.compare.api import join_small_differences
+    from gpualign_plugin.model import SyntenicAlignment, SyntenicBlock, score_cigar
+
+    left, right, deleted = "ACGTTGCAAGTCCGATAGCT", "TTGACCAGTAGGCATCGATC", "GG" + "GATTACA" * 4 + "GA"
+    piece = SCHEME.alphabet.encode(left + right)
+    window = SCHEME.alphabet.encode(left + deleted + right)
+    first_cigar = Cigar.from_runs([(20, "="), (2, "D")])
+    first = SyntenicBlock("match", 0, 20, 0, 22, score_cigar(first_cigar, piece[:20], window[:22], SCHEME), first_cigar)
+    gap = SyntenicBlock("difference", 20, 20, 22, 52, -50)
+    last = SyntenicBlock("match", 20, 40, 52, 72, 40, Cigar.from_runs([(20, "=")]))
+    result = join_small_differences(SyntenicAlignment("q", "t", 40, 72, first.score - 50 + 40, 50,
+                                                      (first, gap, last)), piece, window, SCHEME, 50)
+    (block,) = result.blocks
+    assert str(block.cigar) == "20=32D20="
+    assert block.score == result.score == score_cigar(block.cigar, piece, window, SCHEME) == \
+        80 - SCHEME.gap_open - 32 * SCHEME.gap_extend
