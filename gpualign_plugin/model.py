@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -78,17 +79,35 @@ class Cigar:
         """The same path with ``=`` and ``X`` merged into ``M`` (SAM's classic form)."""
         return Cigar.from_runs((n, "M" if op in "=X" else op) for n, op in self.runs)
 
+    @cached_property
+    def op_lengths(self) -> dict[str, int]:
+        """Total length of the runs of each operation; every op of ``MIDNSHP=X`` is a key
+        (0 when absent). Computed once: a report line reads several of these totals."""
+        totals = dict.fromkeys("MIDNSHP=X", 0)
+        for length, op in self.runs:
+            totals[op] += length
+        return totals
+
+    @cached_property
+    def gap_runs(self) -> int:
+        """Number of runs of ``I`` or ``D`` (gap openings)."""
+        return sum(1 for _, op in self.runs if op in "ID")
+
     def query_length(self) -> int:
         """Query residues consumed (``=XMIS``)."""
-        return sum(n for n, op in self.runs if op in "=XMIS")
+        return self._total("=XMIS")
 
     def target_length(self) -> int:
         """Target residues consumed (``=XMDN``)."""
-        return sum(n for n, op in self.runs if op in "=XMDN")
+        return self._total("=XMDN")
 
     def columns(self) -> int:
         """Alignment columns (``=XMID``)."""
-        return sum(n for n, op in self.runs if op in "=XMID")
+        return self._total("=XMID")
+
+    def _total(self, ops: str) -> int:
+        lengths = self.op_lengths
+        return sum(lengths[op] for op in ops)
 
     def reversed(self) -> "Cigar":
         """The runs in reverse order."""
@@ -151,22 +170,22 @@ class Alignment:
     @property
     def matches(self) -> int:
         """Columns with identical residues."""
-        return sum(n for n, op in self.cigar.runs if op == "=")
+        return self.cigar.op_lengths["="]
 
     @property
     def mismatches(self) -> int:
         """Columns with different residues."""
-        return sum(n for n, op in self.cigar.runs if op == "X")
+        return self.cigar.op_lengths["X"]
 
     @property
     def gap_opens(self) -> int:
         """Number of gaps (runs of I or D)."""
-        return sum(1 for _, op in self.cigar.runs if op in "ID")
+        return self.cigar.gap_runs
 
     @property
     def gap_columns(self) -> int:
         """Columns that are gaps in one sequence."""
-        return sum(n for n, op in self.cigar.runs if op in "ID")
+        return self.cigar.op_lengths["I"] + self.cigar.op_lengths["D"]
 
     @property
     def columns(self) -> int:
@@ -377,7 +396,7 @@ class SyntenicBlock:
     @property
     def matches(self) -> int:
         """Columns with identical residues (0 for a difference block)."""
-        return sum(n for n, op in self.cigar.runs if op == "=")
+        return self.cigar.op_lengths["="]
 
     @property
     def identity(self) -> float:

@@ -165,7 +165,7 @@ class AlignedBlock:
     @property
     def matches(self) -> int:
         """Identical columns."""
-        return sum(n for n, op in self.cigar.runs if op == "=")
+        return self.cigar.op_lengths["="]
 
     @property
     def columns(self) -> int:
