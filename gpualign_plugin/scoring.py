@@ -264,6 +264,12 @@ class ScoringScheme:
         """True for the DNA alphabet (both strands can be aligned)."""
         return self.alphabet is DNA
 
+    @property
+    def fits_int8(self) -> bool:
+        """Whether every substitution score is within int8 (-128..127): the GPU long-pair
+        engine keeps its query profile in int8."""
+        return -128 <= int(self.matrix.min()) and int(self.matrix.max()) <= 127
+
     def gap_cost(self, length: int) -> int:
         """Cost (a positive number) of one gap of ``length`` columns."""
         return self.gap_open + length * self.gap_extend if length > 0 else 0

@@ -11,7 +11,6 @@ alignments. ``gpualign batch`` calls this.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -22,7 +21,6 @@ from gpualign_plugin.batch.columns import (SequencePairs, columns_from_pairs, em
                                            merge_columns, take_columns)
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, AlignmentColumns, PairAlignment, PairScore
 from gpualign_plugin.pairwise import api as pairwise
-from gpualign_plugin.runtime.warm import load_in_background
 from gpualign_plugin.scoring import ScoringScheme
 
 MODES = ("local", "global", "semiglobal")
@@ -241,12 +239,11 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
 
 
 @functools.lru_cache(maxsize=1)
-def warm_packing() -> threading.Thread:
-    """Load the packing of the GPU kernel's pairs (:meth:`SequencePairs.packed_queries`, Numba)
-    in a background thread, once per process (:mod:`gpualign_plugin.runtime.warm`): the search
-    engine starts it before its score pass, whose top hits :func:`align_batch` aligns next."""
-    pairs = SequencePairs.from_list([(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8))])
-    return load_in_background("packing", pairs.packed_queries)
+def load_packing() -> None:
+    """Load the packing of the GPU kernel's pairs (:meth:`SequencePairs.packed_queries`, Numba),
+    once per process: the search engine calls this on a background thread during its score pass
+    (:mod:`gpualign_plugin.runtime.warm`), whose top hits :func:`align_batch` aligns next."""
+    SequencePairs.from_list([(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8))]).packed_queries()
 
 
 def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,

@@ -183,14 +183,26 @@ def memory_size(text: str) -> int:
 
 
 def apply_threads(threads: int) -> int:
-    """Set Numba's thread count from ``--threads`` (0 = all cores) and return it."""
-    import numba
+    """Set Numba's thread count from ``--threads`` (0 = all cores) and return it.
 
-    available = numba.config.NUMBA_NUM_THREADS
+    Numba is not imported for this (its import costs about 0.3 s, which a GPU run pays on a
+    background thread while the device works; docs/GPU.md, "Start-up"): before that import the
+    count goes to ``NUMBA_NUM_THREADS``, the size Numba gives its thread pool when it loads.
+    "All cores" are Numba's: ``NUMBA_NUM_THREADS`` if set, else the cores this process may use.
+    """
     if threads < 0:
         raise InputError(f"--threads must be 0 or more, got {threads}")
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        available = numba.config.NUMBA_NUM_THREADS
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        available = int(os.environ.get("NUMBA_NUM_THREADS") or cores)
     count = available if threads == 0 else min(threads, available)
-    numba.set_num_threads(count)
+    if numba is not None:
+        numba.set_num_threads(count)
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = str(count)
     return count
 
 

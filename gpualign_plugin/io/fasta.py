@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
-from numba import njit, prange
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.scoring import NUCLEOTIDE_LIKE, PROTEIN, Alphabet, ScoringScheme, Sequence
@@ -236,7 +235,8 @@ def _read_bytes(path: str) -> bytes:
 def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> FastaArrays | None:
     """The fast path of :func:`read_fasta_arrays`; None when anything needs the record-by-record rules.
 
-    Compiled passes over the bytes, pieces of records in parallel (:func:`_scan`): a
+    Compiled passes over the bytes, pieces of records in parallel
+    (:func:`~gpualign_plugin.io.fasta_scan.scan_records`): a
     header is a line starting with ``>``; a record's residues are the bytes of the lines
     after its header that are not whitespace.
     """
@@ -248,9 +248,11 @@ def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> FastaArrays | Non
         return None  # empty, comments, not FASTA or '  >r' (no header): the record reader words the error
     if not body.endswith(b"\n"):
         body += b"\n"
+    from gpualign_plugin.io.fasta_scan import scan_records  # Numba: loaded when a file needs it
+
     raw = np.frombuffer(body, dtype=np.uint8)
-    text, codes, lengths, headers, outside = _scan(raw, _record_chunks(body), _WHITESPACE_MASK,
-                                                   alphabet.lookup(np.arange(256, dtype=np.uint8)))
+    text, codes, lengths, headers, outside = scan_records(raw, _record_chunks(body), _WHITESPACE_MASK,
+                                                          alphabet.lookup(np.arange(256, dtype=np.uint8)))
     if outside:
         return None  # a residue outside the alphabet: the record reader words the error
     names, descriptions = _header_fields(headers)
@@ -264,11 +266,13 @@ def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> FastaArrays | Non
 
 
 SCAN_CHUNK_BYTES = 1 << 22
-"""Bytes of FASTA each parallel task of :func:`_scan` reads (cut at record starts)."""
+"""Bytes of FASTA each parallel task of :func:`~gpualign_plugin.io.fasta_scan.scan_records` reads
+(cut at record starts)."""
 
 
 def _record_chunks(body: bytes) -> np.ndarray:
-    """Start offsets of the pieces of ``body`` that :func:`_scan` reads in parallel, and its end.
+    """Start offsets of the pieces of ``body`` that
+    :func:`~gpualign_plugin.io.fasta_scan.scan_records` reads in parallel, and its end.
 
     Each piece starts at a header line (``>`` after a newline), about
     :data:`SCAN_CHUNK_BYTES` apart.
@@ -281,77 +285,6 @@ def _record_chunks(body: bytes) -> np.ndarray:
         bounds.append(found + 1)
     bounds.append(len(body))
     return np.array(bounds, dtype=np.int64)
-
-
-@njit(cache=True, nogil=True)
-def _scan_piece(raw, start, stop, whitespace, table, text, codes, lengths, headers, write):
-    """Read ``raw[start:stop]`` (whole records); without ``write`` only count.
-
-    Returns ``(records, header bytes, residues, residues outside the alphabet)``; with
-    ``write``, ``text``, ``codes``, ``lengths`` and ``headers`` are the piece's own slices.
-    """
-    records = header_bytes = residues = bad = 0
-    line_start = True
-    in_header = False
-    count = 0
-    for i in range(start, stop):
-        c = raw[i]
-        if line_start and c == 62:
-            if write and records > 0:
-                lengths[records - 1] = count
-            records += 1
-            count = 0
-            in_header = True
-        elif in_header:
-            if write:
-                headers[header_bytes] = c
-            header_bytes += 1
-            in_header = c != 10
-        elif not whitespace[c]:
-            if write:
-                text[residues] = c
-                codes[residues] = table[c]
-            bad += table[c] == 255
-            residues += 1
-            count += 1
-        line_start = c == 10
-    if write and records > 0:
-        lengths[records - 1] = count
-    return records, header_bytes, residues, bad
-
-
-@njit(cache=True, parallel=True)
-def _scan(raw, bounds, whitespace, table):
-    """Every record of FASTA bytes (starting with ``>``, ending with a newline), pieces in parallel.
-
-    ``bounds`` cuts ``raw`` into pieces at record starts (:func:`_record_chunks`).
-    Returns the residues (the bytes of non-header lines that are not whitespace), their
-    codes (``table`` of each byte), each record's residue count, the header lines
-    without their ``>``, each ended by a newline, and the number of residues whose code
-    is 255 (outside the alphabet).
-    """
-    pieces = bounds.shape[0] - 1
-    sizes = np.zeros((pieces + 1, 4), np.int64)
-    empty = np.empty(0, np.uint8)
-    no_lengths = np.empty(0, np.int64)
-    for p in prange(pieces):
-        r, h, n, b = _scan_piece(raw, bounds[p], bounds[p + 1], whitespace, table, empty, empty,
-                                 no_lengths, empty, False)
-        sizes[p + 1, 0] = r
-        sizes[p + 1, 1] = h
-        sizes[p + 1, 2] = n
-        sizes[p + 1, 3] = b
-    for column in range(4):
-        sizes[:, column] = np.cumsum(sizes[:, column])
-    text = np.empty(sizes[pieces, 2], np.uint8)
-    codes = np.empty(sizes[pieces, 2], np.uint8)
-    lengths = np.empty(sizes[pieces, 0], np.int64)
-    headers = np.empty(sizes[pieces, 1], np.uint8)
-    for p in prange(pieces):
-        _scan_piece(raw, bounds[p], bounds[p + 1], whitespace, table,
-                    text[sizes[p, 2]:sizes[p + 1, 2]], codes[sizes[p, 2]:sizes[p + 1, 2]],
-                    lengths[sizes[p, 0]:sizes[p + 1, 0]], headers[sizes[p, 1]:sizes[p + 1, 1]], True)
-    return text, codes, lengths, headers, sizes[pieces, 3]
 
 
 def _header_fields(headers: np.ndarray) -> tuple[list | None, list]:

@@ -16,13 +16,26 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from gpualign_plugin.model import Alignment, PairAlignment, PairScore
-from gpualign_plugin.pairwise import cpu
-from gpualign_plugin.pairwise.cpu import MODES, align_pair, score_pair, score_pair_tiled
 from gpualign_plugin.pairwise.placement import place, place_local, strand_signs
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 
-__all__ = ["MODES", "align_pair", "align_pair_on", "align_records", "align_sequences", "alignment_of",
-           "gpu_accepts", "place_local", "score_pair", "score_pair_on", "score_pair_tiled", "strand_signs"]
+_FROM_CPU_ENGINE = ("MODES", "align_pair", "score_pair", "score_pair_tiled")
+
+__all__ = ["align_pair_on", "align_records", "align_sequences", "alignment_of", "gpu_accepts",
+           "place_local", "score_pair_on", "strand_signs", *_FROM_CPU_ENGINE]
+
+
+def __getattr__(name: str):
+    """The CPU engine's names, loaded on first use (PEP 562).
+
+    The CPU engine imports Numba (about 0.3 s); a GPU run goes through this module and loads
+    Numba only on a background thread while the device works (GPU.md, "Start-up").
+    """
+    if name in _FROM_CPU_ENGINE:
+        from gpualign_plugin.pairwise import cpu
+
+        return getattr(cpu, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def align_records(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme,
@@ -156,6 +169,8 @@ def align_sequences(query: Sequence, target: Sequence, scheme: ScoringScheme, mo
                                          memory_budget=gpu_memory, profile=gpu_profile, progress=on_cells,
                                          devices=devices)
     elif backend == "cpu":
+        from gpualign_plugin.pairwise import cpu
+
         result = cpu.align_pair(codes, target.codes, scheme, mode, progress=on_cells)
     else:
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
@@ -178,10 +193,8 @@ def alignment_of(query: Sequence, target: Sequence, result: PairAlignment, mode:
 
 
 def gpu_accepts(scheme: ScoringScheme) -> bool:
-    """Whether the GPU pairwise engine takes ``scheme`` (its matrix and gap costs fit its kernel)."""
-    from gpualign_plugin.pairwise import gpu
-
-    return gpu.accepts(scheme)
+    """Whether the GPU pairwise engine takes ``scheme``: substitution scores in int8, its query profile."""
+    return scheme.fits_int8
 
 
 def score_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme, mode: str,
@@ -196,6 +209,8 @@ def score_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme
         return gpu.score_pair(query_codes, target_codes, scheme, mode, device)
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    from gpualign_plugin.pairwise import cpu
+
     return cpu.score_pair(query_codes, target_codes, scheme, mode)
 
 
@@ -213,4 +228,6 @@ def align_pair_on(backend: str, query_codes, target_codes, scheme: ScoringScheme
         return gpu.align_pair(query_codes, target_codes, scheme, mode, device, progress=progress)
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    from gpualign_plugin.pairwise import cpu
+
     return cpu.align_pair(query_codes, target_codes, scheme, mode, progress=progress)

@@ -545,15 +545,10 @@ def local_end_cells(cells: np.ndarray, strips: np.ndarray) -> list[PairScore]:
     return ends
 
 
-def accepts(scheme: ScoringScheme) -> bool:
-    """Whether the substitution scores fit the sweep's int8 query profile (-128..127)."""
-    return -128 <= int(scheme.matrix.min()) and int(scheme.matrix.max()) <= 127
-
-
 def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
     """The CPU engine's checks and ``uint8`` arrays, plus the int8 bound of the GPU's query profile."""
     query, target, _matrix, _mode_code = cpu._prepare(query_codes, target_codes, scheme, mode)
-    if not accepts(scheme):
+    if not scheme.fits_int8:
         raise InputError("the GPU engine needs substitution scores between -128 and 127 "
                          f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
     return query, target
@@ -646,7 +641,7 @@ class PairScorer:
                  memory_budget: int | None = None, prune: bool = True):
         import cupy
 
-        if not accepts(scheme):
+        if not scheme.fits_int8:
             raise InputError("the GPU engine needs substitution scores between -128 and 127 "
                              f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
         self.cupy, self.scheme, self.device = cupy, scheme, device

@@ -593,9 +593,7 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         device = devices[0]
     engine_name = resolve_backend(backend, device)
     if engine_name == "gpu":
-        from gpualign_plugin.pairwise import gpu
-
-        if not gpu.accepts(scheme):
+        if not scheme.fits_int8:  # the GPU engine's int8 query profile
             engine_name = "cpu"
     for query in queries:
         for target in targets:

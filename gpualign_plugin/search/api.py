@@ -32,17 +32,18 @@ whole database's size, so one job and merged shards give the same numbers.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-import numba
 import numpy as np
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Hit, SearchResult
 from gpualign_plugin.pairwise.api import align_sequences, strand_signs
+from gpualign_plugin.runtime.warm import load_in_background
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
-from gpualign_plugin.search import cpu as kernels
 from gpualign_plugin.statistics import (ScoreHistogram, parameters_for, primary_mapq,
                                         published_parameters)
 
@@ -97,7 +98,9 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
         from gpualign_plugin.search import gpu as gpu_search
 
         return gpu_search.score_database(queries, targets, scheme, device, on_progress)
-    return kernels.score_database(queries, targets, scheme, on_progress)
+    from gpualign_plugin.search import cpu
+
+    return cpu.score_database(queries, targets, scheme, on_progress)
 
 
 def _strand_queries(queries: list[Sequence], scheme: ScoringScheme, strands: str):
@@ -285,12 +288,26 @@ def _scan_chunks(oriented, query_lengths, chunks, scheme, top, n_strands, histog
     return kept, records
 
 
+@functools.lru_cache(maxsize=1)
+def _warm_batch_engine() -> threading.Thread:
+    """Import the batch engine and load its pair packing (Numba) on a background thread, once
+    per process: the GPU score pass starts it, and its top hits are aligned by that engine next
+    (:mod:`gpualign_plugin.runtime.warm`). Numba's import is part of the load: nothing on a GPU
+    search's way to the device imports it."""
+    return load_in_background("packing", _load_batch_engine)
+
+
+def _load_batch_engine() -> None:
+    from gpualign_plugin.batch.api import load_packing
+
+    load_packing()
+
+
 def _gpu_top(oriented, database, span, scheme, top, n_strands, devices, on_progress):
     """Each query's ``top`` ranked candidates over both strands, selected on the GPU(s)."""
-    from gpualign_plugin.batch.api import warm_packing
     from gpualign_plugin.search import gpu as gpu_search
 
-    warm_packing()
+    _warm_batch_engine()
     order = database.order[(database.order >= span[0]) & (database.order < span[1])]
     found = gpu_search.top_hits(oriented, database.codes, database.offsets, order, scheme, top,
                                 devices, on_progress)
@@ -356,6 +373,8 @@ def _aligned_by_query(jobs, queries, oriented, n_strands, targets, scheme, signs
     (:data:`STREAM_PAIRS`), the next block aligned on a helper thread while the caller consumes
     this one. Every alignment must score what the score pass found (RuntimeError otherwise).
     """
+    import numba
+
     from gpualign_plugin.batch import api as batch
     from gpualign_plugin.pairwise.api import alignment_of
 

@@ -1,7 +1,7 @@
 """Numba kernels of the database search score pass (inter-sequence SIMD, SWIPE style).
 
-The database is cut into batches of :data:`LANES` targets of similar length (sorted by
-length), stored interleaved: residue ``j`` of the batch's lane ``l`` is at
+The database is cut into batches of :data:`~gpualign_plugin.search.layout.LANES` targets of
+similar length (sorted by length), stored interleaved: residue ``j`` of the batch's lane ``l`` is at
 ``codes[offset + j * LANES + l]``. The Smith-Waterman-Gotoh recurrence of
 docs/ALGORITHMS.md then runs over one batch column by column with the lane
 dimension innermost and contiguous, so LLVM turns the lane loop into vector
@@ -23,9 +23,9 @@ as their true values would. Upwards, the first value above 32767 would clamp to
 gap costs are small (:func:`fits_int16`); otherwise the 32-bit pass runs alone.
 
 Padding residues of a short lane carry the code ``PAD`` whose substitution score
-is :data:`PAD_SCORE`; a cell in a padding column can only be reached from a real
-cell through a gap or a padding substitution, both of which cost, so padding never
-raises a lane's maximum above its true local score.
+is :data:`~gpualign_plugin.search.layout.PAD_SCORE`; a cell in a padding column can only be
+reached from a real cell through a gap or a padding substitution, both of which cost, so
+padding never raises a lane's maximum above its true local score.
 """
 
 from __future__ import annotations
@@ -37,22 +37,7 @@ from numba import njit, prange
 from gpualign_plugin.runtime.lanes import add as _add
 from gpualign_plugin.runtime.lanes import maximum as _max
 from gpualign_plugin.scoring import NEG_INF
-
-LANES = 64
-"""Targets scored together: the lane loop becomes 2 (int16) or 4 (int32) AVX-512 vector
-operations per cell, so each row's scalar overhead spreads over more cells. Measured per
-CPU-second on the 2-core AMD EPYC dev machine (int16 pass, mmseqs example proteins):
-16 lanes 2.6, 32 lanes 3.8, 64 lanes 4.45, 128 lanes 4.6 GCUPS (int32 worse at 128)."""
-
-PAD_SCORE = -(1 << 20)
-"""Substitution score of a padding residue in 32-bit lanes: far below any real score."""
-
-SATURATED16 = 32767
-"""Largest int16: a 16-bit lane whose best score reaches it is scored again in 32 bits."""
-
-LOW16 = -32768
-"""Minus infinity and padding score of 16-bit lanes (saturating arithmetic keeps it there)."""
-
+from gpualign_plugin.search.layout import LANES, LOW16, SATURATED16, extend_matrix, fits_int16
 
 @njit(cache=True, nogil=True)
 def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, width, columns, lanes,
@@ -178,11 +163,6 @@ def score_batches(queries, query_offsets, matrix16, matrix32, oe, ext, codes, ba
     return out
 
 
-def fits_int16(matrix: np.ndarray, gap_open: int, gap_extend: int) -> bool:
-    """Whether the 16-bit pass applies: substitution scores and gap costs far inside int16."""
-    return int(np.abs(matrix).max()) <= 1000 and gap_open + gap_extend <= 1000
-
-
 def interleave(targets: list[np.ndarray], pad_code: int) -> tuple[np.ndarray, np.ndarray,
                                                                    np.ndarray, np.ndarray]:
     """Sort ``targets`` by length and pack them into interleaved batches of :data:`LANES`.
@@ -259,20 +239,6 @@ def pack_targets(queries: list, targets: list, scheme) -> tuple:
     scheme.check_score_range(max(len(q) for q in queries), max(len(t) for t in targets))
     return interleave([np.ascontiguousarray(t, dtype=np.uint8) for t in targets],
                       pad_code=scheme.matrix.shape[0])
-
-
-def extend_matrix(matrix: np.ndarray, dtype=np.int32) -> np.ndarray:
-    """The substitution matrix with one more column (the pad code) in lane type ``dtype``.
-
-    The pad column scores :data:`PAD_SCORE` for int32 and :data:`LOW16` for int16;
-    an int16 matrix of a scheme outside :func:`fits_int16` is not meaningful (and
-    not used).
-    """
-    size = matrix.shape[0]
-    pad = LOW16 if dtype == np.int16 else PAD_SCORE
-    out = np.full((size, size + 1), pad, dtype=dtype)
-    out[:, :size] = np.clip(matrix, LOW16, SATURATED16) if dtype == np.int16 else matrix
-    return np.ascontiguousarray(out)
 
 
 CELLS_PER_CALL = 10**10

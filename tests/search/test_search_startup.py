@@ -1,0 +1,67 @@
+"""A GPU search reaches the device without importing Numba (docs/GPU.md, "Start-up").
+
+Numba's import costs about 0.3 s; a GPU search needs Numba only after its score pass (to pack
+the top hits for the batch aligner), so it loads it on a background thread while the device
+scans. These tests run the host steps of a GPU search up to the scan in a fresh interpreter and
+check which modules it loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from gpualign_plugin.cli.main import main
+
+from paths import DATA
+
+QUERIES = os.path.join(DATA, "search_queries.fa")
+DB = os.path.join(DATA, "search_db.fa")
+
+HOST_STEPS = """
+import sys
+from gpualign_plugin.cli.common import apply_threads
+from gpualign_plugin.cli.search import run
+from gpualign_plugin.io.fasta import read_fasta
+from gpualign_plugin.pairwise.api import gpu_accepts
+from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.search import gpu
+from gpualign_plugin.search.api import search_stream, statistics_of
+from gpualign_plugin.search.database import load_database
+
+scheme = ScoringScheme.from_matrix("BLOSUM62")
+threads = apply_threads({threads})
+queries = read_fasta({queries!r}, scheme)
+database = load_database({db!r}, scheme)
+lengths = [len(q) for q in queries]
+plan = gpu.plan_items(lengths, database.lengths[:64], 10**6 if gpu_accepts(scheme) else None)
+print(threads, len(queries), len(database.names), sum(len(part) for part in plan))
+print("numba" in sys.modules, __import__("os").environ.get("NUMBA_NUM_THREADS"))
+"""
+
+
+def _host_steps(db: str, threads: int) -> list[str]:
+    code = HOST_STEPS.format(queries=QUERIES, db=db, threads=threads)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return done.stdout.split("\n")
+
+
+def test_a_gpu_search_reads_its_inputs_and_plans_its_scan_without_numba(tmp_path):
+    prepared = tmp_path / "db.gadb"
+    assert main(["makedb", "--db", DB, "--out", str(prepared)]) == 0
+    sizes, loaded = _host_steps(str(prepared), 1)[:2]
+    threads, queries, records, items = (int(v) for v in sizes.split())
+    assert (threads, queries, records) == (1, 4, 50)
+    assert items > 0
+    # --threads goes to Numba's pool size, set before Numba loads
+    assert loaded == "False 1"
+
+
+def test_before_numba_loads_all_cores_are_those_the_process_may_use(tmp_path):
+    prepared = tmp_path / "db.gadb"
+    assert main(["makedb", "--db", DB, "--out", str(prepared)]) == 0
+    sizes, loaded = _host_steps(str(prepared), 0)[:2]
+    assert int(sizes.split()[0]) == len(os.sched_getaffinity(0))
+    assert loaded == f"False {len(os.sched_getaffinity(0))}"
