@@ -547,7 +547,8 @@ def _same_matrix_as_ncbi(scheme: ScoringScheme, ncbi_ungapped_lambda: float) -> 
     NCBI's BLOSUM80 values would be wrong for it; a 1% agreement of the computed
     ungapped lambda with NCBI's ungapped row tells the matrices apart.
     """
-    return abs(ungapped_parameters(scheme).lam - ncbi_ungapped_lambda) <= 0.01 * ncbi_ungapped_lambda
+    lam = _solve_lambda(*_pair_score_law(scheme)[:2])  # K, the costly part, is not needed here
+    return abs(lam - ncbi_ungapped_lambda) <= 0.01 * ncbi_ungapped_lambda
 
 
 def background_frequencies(scheme: ScoringScheme) -> np.ndarray:
@@ -589,6 +590,22 @@ def ungapped_parameters(scheme: ScoringScheme) -> KarlinAltschul:
         No positive score is possible, or the expected score is not negative (then
         local alignment scores grow with length and no such statistics exist).
     """
+    scores, probabilities, mean = _pair_score_law(scheme)
+    lam = _solve_lambda(scores, probabilities)
+    tilted = probabilities * np.exp(lam * scores)
+    h = lam * float((scores * tilted).sum())
+    k = _karlin_k(scores, probabilities, lam, h, mean)
+    beta = 0.0
+    if scheme.is_dna:
+        pair = _dna_reward_penalty(scheme)
+        beta = _DNA_UNGAPPED_BETA.get(pair, 0.0) if pair else 0.0
+    return KarlinAltschul(lam, k, f"ungapped Karlin-Altschul values computed for {scheme.describe()}",
+                          False, h, lam / h, beta)
+
+
+def _pair_score_law(scheme: ScoringScheme) -> tuple[np.ndarray, np.ndarray, float]:
+    """The scores ``low..high`` of a random aligned pair, their probabilities and the mean score
+    (:func:`ungapped_parameters`; raises its :class:`InputError`)."""
     frequencies = background_frequencies(scheme)
     matrix = scheme.matrix.astype(np.int64)
     used = np.flatnonzero(frequencies > 0)
@@ -603,16 +620,7 @@ def ungapped_parameters(scheme: ScoringScheme) -> KarlinAltschul:
         raise InputError(f"no Karlin-Altschul statistics for {scheme.describe()}: the expected score of "
                          f"a random aligned pair is {mean:.4g} (it must be negative, with positive "
                          "scores possible)")
-    lam = _solve_lambda(scores, probabilities)
-    tilted = probabilities * np.exp(lam * scores)
-    h = lam * float((scores * tilted).sum())
-    k = _karlin_k(scores, probabilities, lam, h, mean)
-    beta = 0.0
-    if scheme.is_dna:
-        pair = _dna_reward_penalty(scheme)
-        beta = _DNA_UNGAPPED_BETA.get(pair, 0.0) if pair else 0.0
-    return KarlinAltschul(lam, k, f"ungapped Karlin-Altschul values computed for {scheme.describe()}",
-                          False, h, lam / h, beta)
+    return scores, probabilities, mean
 
 
 def _solve_lambda(scores: np.ndarray, probabilities: np.ndarray) -> float:

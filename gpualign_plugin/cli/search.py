@@ -158,7 +158,6 @@ def search_outputs(args: argparse.Namespace, header, scheme, queries, names: lis
     :func:`~gpualign_plugin.io.atomic.all_or_none`.
     """
     from gpualign_plugin.io.blasttab import blast_line, hits_tsv_header, hits_tsv_line
-    from gpualign_plugin.io.sam import write_alignments
 
     with atomic_text_files(written) as files:
         blast = files.open(args.out_blast) if args.out_blast else None
@@ -177,6 +176,8 @@ def search_outputs(args: argparse.Namespace, header, scheme, queries, names: lis
 
         yield add
         if args.out_sam:
+            from gpualign_plugin.io.sam import write_alignments  # pysam: loaded only for SAM/BAM
+
             fmt = "bam" if args.out_sam.lower().endswith(".bam") else "sam"
             targets = [header.targets.get(k, (name, length))
                        for k, (name, length) in enumerate(zip(names, lengths))]
