@@ -10,7 +10,6 @@ alignments. ``gpualign batch`` calls this.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -238,10 +237,9 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
                          progress=progress).pairs()
 
 
-@functools.lru_cache(maxsize=1)
 def load_packing() -> None:
-    """Load the packing of the GPU kernel's pairs (:meth:`SequencePairs.packed_queries`, Numba),
-    once per process: the search engine calls this on a background thread during its score pass
+    """Load the packing of the GPU kernel's pairs (:meth:`SequencePairs.packed_queries`, Numba):
+    the search engine calls this once, on a background thread during its score pass
     (:mod:`gpualign_plugin.runtime.warm`), whose top hits :func:`align_batch` aligns next."""
     SequencePairs.from_list([(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8))]).packed_queries()
 

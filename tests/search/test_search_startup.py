@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from gpualign_plugin.cli.main import main
 
 from paths import DATA
@@ -41,6 +43,14 @@ print("numba" in sys.modules, __import__("os").environ.get("NUMBA_NUM_THREADS"))
 """
 
 
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> str:
+    """The search fixture's database, prepared with ``gpualign makedb``."""
+    path = tmp_path_factory.mktemp("startup") / "db.gadb"
+    assert main(["makedb", "--db", DB, "--out", str(path)]) == 0
+    return str(path)
+
+
 def _host_steps(db: str, threads: int) -> list[str]:
     code = HOST_STEPS.format(queries=QUERIES, db=db, threads=threads)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
@@ -48,10 +58,8 @@ def _host_steps(db: str, threads: int) -> list[str]:
     return done.stdout.split("\n")
 
 
-def test_a_gpu_search_reads_its_inputs_and_plans_its_scan_without_numba(tmp_path):
-    prepared = tmp_path / "db.gadb"
-    assert main(["makedb", "--db", DB, "--out", str(prepared)]) == 0
-    sizes, loaded = _host_steps(str(prepared), 1)[:2]
+def test_a_gpu_search_reads_its_inputs_and_plans_its_scan_without_numba(prepared):
+    sizes, loaded = _host_steps(prepared, 1)[:2]
     threads, queries, records, items = (int(v) for v in sizes.split())
     assert (threads, queries, records) == (1, 4, 50)
     assert items > 0
@@ -59,9 +67,7 @@ def test_a_gpu_search_reads_its_inputs_and_plans_its_scan_without_numba(tmp_path
     assert loaded == "False 1"
 
 
-def test_before_numba_loads_all_cores_are_those_the_process_may_use(tmp_path):
-    prepared = tmp_path / "db.gadb"
-    assert main(["makedb", "--db", DB, "--out", str(prepared)]) == 0
-    sizes, loaded = _host_steps(str(prepared), 0)[:2]
+def test_before_numba_loads_all_cores_are_those_the_process_may_use(prepared):
+    sizes, loaded = _host_steps(prepared, 0)[:2]
     assert int(sizes.split()[0]) == len(os.sched_getaffinity(0))
     assert loaded == f"False {len(os.sched_getaffinity(0))}"
