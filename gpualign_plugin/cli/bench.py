@@ -316,6 +316,8 @@ def bench_rows(args: argparse.Namespace) -> list[Row]:
                 engine = name
                 if name == "gpu":
                     kwargs = {"device": args.device}
+                    if task == "score":
+                        engine = f"gpu, {module.score_kernel(m, scheme, args.mode, args.device)} sweep"
                 elif task == "score":
                     kwargs = {"threads": cpu_threads}
                     # Pairs too small to tile run on one thread whatever is allowed.

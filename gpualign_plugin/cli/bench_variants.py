@@ -18,10 +18,10 @@ SCHEME = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
 """The issue's benchmark scoring: match 1, mismatch -3, gap open 3, extend 2."""
 
 
-VARIANTS = ((16, True, True), (8, True, True), (4, True, True), (2, True, True), (16, False, True),
-            (None, True, False))
+VARIANTS = ((16, True, True, False), (8, True, True, False), (4, True, True, False), (2, True, True, False),
+            (16, False, True, False), (None, True, False, False), (None, True, False, True))
 """Scoring variants timed: (rows per lane, None for the engine's choice; DPX instructions on; block
-pruning on)."""
+pruning on; the packed sweep of packed16.cu instead of the striped one)."""
 
 
 def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int = 3, device: int = 0):
@@ -60,15 +60,16 @@ def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int
 
     for m, n in sizes:
         query, target = related_pair(m, n, 0.02, 1)
-        for lane_rows, dpx, prune in VARIANTS:
+        for lane_rows, dpx, prune, packed in VARIANTS:
             capability = None if dpx else (8, 0)
             counts: dict = {}
             seconds, result = _time(
                 lambda: pairwise._score(query, target, SCHEME, "local", device, lane_rows, capability,
-                                        prune=prune, profile=counts),
+                                        prune=prune, profile=counts, packed=packed),
                 repeat)
-            add(f"score R={lane_rows or 'auto'} {'DPX' if dpx else 'no DPX'}"
-                f"{'' if prune else ', no pruning'}", (m, n), seconds,
+            what = "packed sweep (16-bit, two strips a warp)" if packed else \
+                f"score R={lane_rows or 'auto'} {'DPX' if dpx else 'no DPX'}{'' if prune else ', no pruning'}"
+            add(what, (m, n), seconds,
                 f"score {result.score} end ({result.query_end},{result.target_end}); "
                 f"pruned {counts['pruned_cells'] / (m * n):.1%} of the cells")
         profile: dict = {}

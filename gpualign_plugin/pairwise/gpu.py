@@ -11,6 +11,9 @@ row to the next strip through global memory, guarded by ready flags. In local mo
 warp skips the blocks that cannot reach the best score found so far (block pruning,
 exact). With ``devices=`` the columns are split into one slab per device, each slab's
 last column streamed to the next through mapped host memory (:class:`_Slabs`).
+A score-only pass of a DNA pair on one device takes the packed sweep of
+``pairwise/packed16.cu`` instead where its 16-bit arithmetic is exact for the scheme
+(:func:`packed_table`): two strips per warp, two cells per instruction.
 
 Traceback in bounded memory (phases 2 and 3). During phase 1 the sweep also saves
 ``(H, F)`` of every ``every``-th row and ``(H, E)`` of every ``every``-th column.
@@ -63,6 +66,18 @@ RING_BYTES = 64 + 64 * 8
 SWEEP_SCORE, SWEEP_CHECKPOINTS, SWEEP_DIRECTIONS = 0, 1, 2
 """What a sweep writes (the ``KIND`` template argument of ``striped_sweep`` in striped.cu)."""
 _SOURCE = "pairwise/striped.cu"
+_PACKED_SOURCE = "pairwise/packed16.cu"
+PACKED_ROWS = 1024
+"""Query rows one warp of the packed sweep takes: two strips of 32 lanes x 16 rows."""
+PACKED_CLASSES = 6
+"""Letters of the packed sweep's profile: A, C, G, T, every other code, and the sentinel that
+scores -128 against everything (columns before the first and after the last, padding rows)."""
+PACKED_SHARED_PER_WARP = PACKED_CLASSES * PACKED_ROWS + 128 + 64 * 4 + 4 * 4
+"""The packed sweep's shared memory per warp: profile, letter ring, output ring, bases (bytes)."""
+PACKED_MAX_STEP = 600
+"""Largest ``max_sub + gap_open + gap_extend`` (``C``) the packed sweep takes. Neighbouring cells
+differ by at most ``C``; a lane's values stay within ``50 C`` of its base (15 rows, the lane
+above, 32 steps of drift, E and F below H), inside the 32768 on either side of the bias."""
 
 
 MIN_STRIPS_PER_SM = {16: 8.0, 8: 2.5, 4: 2.5}
@@ -155,6 +170,33 @@ class _FlagWatch:
         return self.reported
 
 
+def column0(rows: np.ndarray, mode: str, gap_open: int, gap_extend: int) -> np.ndarray:
+    """``H(i, 0)`` (``int32``) for the 1-based rows ``rows`` in ``mode``: 0 in local mode, else the
+    cost of a gap of ``i``."""
+    if mode == "local":
+        return np.zeros(len(rows), dtype=np.int32)
+    return (-(gap_open + np.asarray(rows, dtype=np.int64) * gap_extend)).astype(np.int32)
+
+
+def row0(columns: np.ndarray, mode: str, gap_open: int, gap_extend: int) -> np.ndarray:
+    """``H(0, j)`` (``int32``) for the columns ``columns`` in ``mode``: the cost of a gap of ``j`` in
+    global mode, else 0 (``H(0, 0) = 0``)."""
+    if mode != "global":
+        return np.zeros(len(columns), dtype=np.int32)
+    columns = np.asarray(columns, dtype=np.int64)
+    return np.where(columns == 0, 0, -(gap_open + columns * gap_extend)).astype(np.int32)
+
+
+@functools.lru_cache(maxsize=None)
+def _striped_warps(device: int, local: bool, alpha: int, compute_capability: tuple | None = None) -> int:
+    """Warps of the striped sweep resident on ``device`` at once (the persistent grid), measured on
+    the R=8 kernel for an alphabet of ``alpha`` letters."""
+    name = f"striped_sweep<8,{'true' if local else 'false'},{SWEEP_SCORE}>"
+    kernel = kernels.get_kernel(device, _SOURCE, name, compute_capability)
+    shared = WARPS_PER_BLOCK * (alpha * 256 + RING_BYTES)
+    return WARPS_PER_BLOCK * kernels.resident_blocks(kernel, 32 * WARPS_PER_BLOCK, shared, device)
+
+
 class _Sweep:
     """One problem on one device: sequences, scheme and the kernel launches over its rectangles."""
 
@@ -189,23 +231,16 @@ class _Sweep:
     def warps(self) -> int:
         """Warps resident on the device at once (the persistent grid), measured on the R=8 kernel."""
         if self.resident_warps is None:
-            _name, kernel = self.kernel(8, SWEEP_SCORE)
-            shared = WARPS_PER_BLOCK * (self.alpha * 256 + RING_BYTES)
-            self.resident_warps = WARPS_PER_BLOCK * kernels.resident_blocks(
-                kernel, 32 * WARPS_PER_BLOCK, shared, self.device)
+            self.resident_warps = _striped_warps(self.device, self.local, self.alpha, self.compute_capability)
         return self.resident_warps
 
     def column0(self, rows: np.ndarray) -> np.ndarray:
         """``H(i, 0)`` for the 1-based rows ``rows``."""
-        if self.local:
-            return np.zeros(len(rows), dtype=np.int32)
-        return (-(self.gap_open + rows * self.gap_extend)).astype(np.int32)
+        return column0(rows, self.mode, self.gap_open, self.gap_extend)
 
     def row0(self, columns: np.ndarray) -> np.ndarray:
         """``H(0, j)`` for the columns ``columns`` (``H(0, 0) = 0``)."""
-        if self.mode != "global":
-            return np.zeros(len(columns), dtype=np.int32)
-        return np.where(columns == 0, 0, -(self.gap_open + columns * self.gap_extend)).astype(np.int32)
+        return row0(columns, self.mode, self.gap_open, self.gap_extend)
 
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
@@ -590,9 +625,16 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
 
 
 def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_capability=None,
-           progress=None, prune: bool = True, profile: dict | None = None, devices=None):
+           progress=None, prune: bool = True, profile: dict | None = None, devices=None,
+           packed: bool | None = None):
     """:func:`score_pair` with the kernel variant forced (rows per lane, DPX by compute capability,
-    block pruning in local mode on or off); ``profile`` gets ``pruned_cells`` and ``slabs``."""
+    block pruning in local mode on or off, the packed sweep or the striped one); ``profile`` gets
+    ``pruned_cells``, ``slabs`` and ``kernel`` (``'packed16'`` or ``'striped'``).
+
+    ``packed=None`` takes the packed sweep where it applies (:func:`packed_table`), on one device,
+    with neither ``rows`` nor ``compute_capability`` forced; in local mode with block pruning only
+    while all double strips fit on the device at once, because the packed sweep does not prune
+    and beyond one wave of warps the striped sweep's pruning saves more (docs/GPU.md)."""
     import cupy
 
     query, target = _prepare(query_codes, target_codes, scheme, mode)
@@ -602,12 +644,134 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
     for d in set(devices or [device]):
         with cupy.cuda.Device(d):
             kernels.check_memory(2 * (m + n) + 24 * n + 16 * m + 4096, f"scoring {m} x {n}")
+    if packed is None:
+        packed = rows is None and compute_capability is None and \
+            score_kernel(m, scheme, mode, device, devices, prune) == "packed16"
+    elif packed and packed_table(scheme) is None:
+        raise InputError(f"the packed GPU sweep cannot score {scheme.name} exactly")
+    if packed:
+        end = _score_packed(query, target, scheme, mode, (devices or [device])[0], progress)
+        if profile is not None:
+            profile.update(pruned_cells=0, slabs=1, kernel="packed16")
+        return end
     slabs = _Slabs(query, target, scheme, mode, devices or [device], prune, compute_capability)
     rows = rows or _rows_per_lane(m, slabs.multiprocessors)
     end = slabs.score_pass(rows, slabs.top_regions(), prune, progress)
     if profile is not None:
-        profile.update(slabs.profile())
+        profile.update(slabs.profile(), kernel="striped")
     return end
+
+
+def score_kernel(m: int, scheme: ScoringScheme, mode: str, device: int = 0, devices=None,
+                 prune: bool = True) -> str:
+    """The sweep :func:`score_pair` runs for ``m`` query rows: ``'packed16'`` where the packed sweep
+    applies (:func:`packed_table`) on one device (``devices`` names at most one), else
+    ``'striped'``. In local mode with block pruning the packed sweep, which does not prune, runs
+    only while the striped sweep would hold all its strips on the device at once: there the chain
+    of strips sets the time and pruning saves little (1 Mbp: packed 0.61 s, striped with pruning
+    0.77 s on an H100), while beyond it strips run in waves, time follows work and pruning skips
+    half of it (3 Mbp: striped 3.5-3.8 s, packed 4.1-4.6 s; docs/GPU.md)."""
+    devices = devices or [device]
+    if len(devices) > 1 or packed_table(scheme) is None:
+        return "striped"
+    if mode == "local" and prune:
+        strips = -(-m // (32 * _rows_per_lane(m, probe(devices[0]).multiprocessors)))
+        if strips > _striped_warps(devices[0], True, scheme.alphabet.size):
+            return "striped"
+    return "packed16"
+
+
+def packed_table(scheme: ScoringScheme) -> np.ndarray | None:
+    """The packed sweep's ``PACKED_CLASSES x PACKED_CLASSES`` ``int8`` table for ``scheme``, or None
+    where its arithmetic would not be exact.
+
+    Row and column are letter classes (A, C, G, T = 0..3, every other code 4, the sentinel 5);
+    an entry is ``score + gap_open + gap_extend`` (-128 with the sentinel). It applies to DNA
+    schemes in which every code past T scores as one letter against every code (the default
+    match/mismatch/ambiguity schemes), with every shifted score in -127..127 and
+    ``max_sub + gap_open + gap_extend`` at most :data:`PACKED_MAX_STEP`.
+    """
+    matrix = np.asarray(scheme.matrix, dtype=np.int64)
+    sentinel = PACKED_CLASSES - 1
+    if not scheme.is_dna or matrix.shape[0] < sentinel:
+        return None
+    classes = np.minimum(np.arange(matrix.shape[0]), sentinel - 1)
+    if not np.array_equal(matrix, matrix[np.ix_(classes, classes)]):
+        return None
+    oe = scheme.gap_open + scheme.gap_extend
+    shifted = matrix[:sentinel, :sentinel] + oe
+    if shifted.min() < -127 or shifted.max() > 127 or int(matrix.max()) + oe > PACKED_MAX_STEP:
+        return None
+    table = np.full((PACKED_CLASSES, PACKED_CLASSES), -128, dtype=np.int8)
+    table[:sentinel, :sentinel] = shifted
+    return table
+
+
+def _packed_kernel(local: bool, device: int):
+    """``(name, kernel)`` of the packed sweep, with all of L1 given to shared memory: six blocks of
+    four warps fit on a multiprocessor by registers, and the default split leaves room for five."""
+    name = f"packed16_sweep<{'true' if local else 'false'}>"
+    kernel = kernels.get_kernel(device, _PACKED_SOURCE, name)
+    kernel.preferred_shared_memory_carveout = 100
+    return name, kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _packed_warps(device: int) -> int:
+    """Warps of the packed sweep resident on ``device`` at once (the persistent grid)."""
+    _name, kernel = _packed_kernel(True, device)
+    return WARPS_PER_BLOCK * kernels.resident_blocks(kernel, 32 * WARPS_PER_BLOCK,
+                                                     WARPS_PER_BLOCK * PACKED_SHARED_PER_WARP, device)
+
+
+def _score_packed(query: np.ndarray, target: np.ndarray, scheme: ScoringScheme, mode: str, device: int,
+                  progress=None) -> PairScore:
+    """Score and end cell with the packed sweep (``scheme`` passes :func:`packed_table`; both
+    sequences non-empty ``uint8`` codes); ``progress`` as in :meth:`_Sweep.run`."""
+    import cupy as cp
+
+    m, n = len(query), len(target)
+    local = mode == "local"
+    with cp.cuda.Device(device):
+        doubles = -(-m // PACKED_ROWS)
+        padded = doubles * PACKED_ROWS
+        sentinel = PACKED_CLASSES - 1
+        rows = cp.full(padded, sentinel, dtype=cp.uint8)
+        rows[:m] = cp.minimum(cp.asarray(query), sentinel - 1)
+        columns = cp.minimum(cp.asarray(target), sentinel - 1).astype(cp.uint8)
+        gaps = (mode, scheme.gap_open, scheme.gap_extend)
+        left_h = np.concatenate(([0], column0(np.arange(1, padded + 1), *gaps))).astype(np.int32)
+        batches = -(-n // 32)
+        flags = cp.full(2 * batches, -1, dtype=cp.int32)
+        best = cp.zeros(3 * doubles, dtype=cp.int32) if local else None
+        last = None if local else cp.zeros(n + 1, dtype=cp.int32)
+        name, kernel = _packed_kernel(local, device)
+        grid = max(1, min(-(-doubles // WARPS_PER_BLOCK), _packed_warps(device) // WARPS_PER_BLOCK))
+        null, i32 = np.uint64(0), np.int32
+        args = (rows, columns, cp.asarray(packed_table(scheme).ravel()), i32(m), i32(n),
+                i32(scheme.gap_open + scheme.gap_extend), i32(scheme.gap_extend),
+                cp.asarray(row0(np.arange(n + 1), *gaps)), cp.full(n + 1, NEG_INF, dtype=cp.int32),
+                cp.asarray(left_h), cp.empty(4 * n, dtype=cp.int32), flags, cp.zeros(1, dtype=cp.int32),
+                i32(doubles), last if last is not None else null, i32(m), best if best is not None else null,
+                cp.zeros(1, dtype=cp.int32) if local else null)
+        watch = None
+        if progress is not None and m * n >= POLL_CELLS:
+            watch = _FlagWatch(flags, batches, PACKED_ROWS, m, n, progress, device)
+        try:
+            kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, WARPS_PER_BLOCK * PACKED_SHARED_PER_WARP,
+                           f"pair {m} x {n}, {doubles} double strips of {PACKED_ROWS} rows")
+        finally:
+            reported = watch.stop() if watch is not None else 0
+        if progress is not None and m * n > reported:
+            progress(m * n - reported)
+        if local:
+            return local_end_cells(best.get().reshape(-1, 3).astype(np.int64), np.array([doubles]))[0]
+        row = last.get().astype(np.int64)
+    row[0] = left_h[m]
+    if mode == "global":
+        return PairScore(int(row[n]), m, n)
+    j = int(np.argmax(row))  # first maximum: the smallest j
+    return PairScore(int(row[j]), m, j)
 
 
 SCORE_ROWS = (16, 8, 4, 2)

@@ -106,9 +106,9 @@ def test_block_pruning_skips_cells_and_keeps_the_result(scheme_index):
     target = rng.integers(0, letters, 30_000 if scheme.is_dna else 8_000, dtype=np.uint8)
     query = copy_then_unrelated(rng, scheme, target, 0, 3_000 if scheme.is_dna else 1_500, 500, 0)
     counts: dict = {}
-    score = gpu()._score(query, target, scheme, "local", 0, profile=counts)
+    score = gpu()._score(query, target, scheme, "local", 0, profile=counts, packed=False)
     assert counts["pruned_cells"] > 0.2 * len(query) * len(target) * (1 if scheme.is_dna else 0.2)
-    assert score == gpu()._score(query, target, scheme, "local", 0, prune=False) == \
+    assert score == gpu()._score(query, target, scheme, "local", 0, prune=False, packed=False) == \
         cpu.score_pair(query, target, scheme, "local")
     profile: dict = {}
     got = gpu().align_pair(query, target, scheme, "local", checkpoint_every=64, profile=profile)

@@ -1,0 +1,368 @@
+// Score-only sweep of the Gotoh (affine gap) recurrence, two strips per warp: every 32-bit register
+// holds one cell of each strip as a 16-bit value relative to a per-lane, per-strip base.
+//
+// Layout. A warp takes a double strip of 2 S rows (S = 32 R): strip A (its first S rows) in the
+// low halves of the registers, strip B (the next S rows) in the high halves. Lane t holds rows
+// tR .. tR+R-1 of both strips. It is the wavefront of striped.cu with 64 virtual lanes: lane t's
+// low half is virtual lane t, its high half virtual lane 32 + t, and virtual lane v computes
+// column s - v + 1 at step s. So strip B runs 32 columns behind strip A, and the row above
+// strip B's first row is strip A's last row one step earlier: lane 31's low half, which reaches
+// lane 0's high half through the same shuffle that carries every lane's last row to the lane
+// below. Lane 0's low half takes the last row of the double strip above from global memory, in
+// batches of 32 columns behind a ready flag, and lane 31's high half hands this double strip's
+// last row on the same way: the ticket order and the deadlock argument of striped.cu hold as they
+// are (a warp only waits on the double strip with the next lower ticket).
+//
+// Values. v = score - base + BIAS in 16 bits, the base per lane and strip, moved to the first
+// row's H - o - e at the start of every batch of 32 steps. Neighbouring cells differ by at most
+// max_sub + open + extend, so R rows, the lane above and 32 steps of drift stay far inside 16
+// bits. H is kept as HO = H - o - e, as in striped.cu. Local mode: the clamp at zero goes into
+// the diagonal term, max(HO(i-1, j-1) + s + o + e, 0) in one add-max; H = max(that, E, F) is then
+// max(diagonal, E, F, 0).
+//
+// Columns before the first and after the last take a sentinel letter that scores -128 against
+// every row (and padding rows score -128 against every letter): the sweep runs without bounds
+// checks. Before column 1 the recurrences then keep each row at its column-0 values (H(i, 0); E and
+// F no larger than what gives the same next values); after column n and below row m they compute
+// values no real cell depends on, and no output takes them.
+
+#define FULL_MASK 0xffffffffu
+
+namespace packed16 {
+
+constexpr int R = 16;              // rows per lane and strip
+constexpr int S = 32 * R;          // rows per strip
+constexpr int ROWS = 2 * S;        // rows per warp (the double strip)
+constexpr int CLASSES = 6;         // profile letters: A, C, G, T, any other code, sentinel
+constexpr int SENTINEL = 5;
+constexpr int BIAS = 0x8000;
+constexpr int LETTERS = 128;       // target letter ring, by column (lane 31's high half runs 62 behind)
+constexpr int OUT = 64;            // lane 31's high-half last row, by column, until published
+constexpr int BASES = 4;           // lane 31's high-half base per batch
+constexpr int LAG = 3;             // batch c of the last row is published at the start of batch c + LAG
+
+__device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
+    unsigned r;
+    asm("add.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ unsigned max2(unsigned a, unsigned b) {
+    unsigned r;
+    asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) {
+    unsigned r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+__device__ __forceinline__ unsigned pack(int lo, int hi) {
+    return (unsigned)(lo & 0xffff) | ((unsigned)hi << 16);
+}
+__device__ __forceinline__ int clamp16(int v) { return min(max(v, 0), 0xffff); }
+__device__ __forceinline__ int low(unsigned v) { return (int)(v & 0xffffu); }
+__device__ __forceinline__ int high(unsigned v) { return (int)(v >> 16); }
+
+__device__ __forceinline__ int load_relaxed(const int* p) {
+    int v;
+    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void store_release(int* p, int v) {
+    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+struct Args {
+    const unsigned char* query;   // letter classes of the rows (0..4; 5 pads to num_doubles * ROWS)
+    const unsigned char* target;  // letter classes of the columns (0..4)
+    const signed char* table;     // CLASSES x CLASSES: score + open + extend, -128 with a sentinel
+    int height, width;
+    int gap_oe, gap_e;
+    const int* top_h;   // width + 1: H of row 0
+    const int* top_f;   // width + 1: F of row 0 (values below H - o - e count as H - o - e)
+    const int* left_h;  // num_doubles * ROWS + 1: H(i, 0), i = 0 ..
+    int2* slots;        // 2 * width hand-over rows (H, F)
+    int* flags;         // 2 * batches ready flags, -1 initially
+    int num_doubles;
+    int* last_row_h;    // H(last_row, j) at index j (global and semiglobal), or null
+    int last_row;
+    int* best;          // per double strip (score, row, column) of the best cell (local), or null
+    int* best_seen;     // the best score any warp has found so far (local; 0 initially)
+};
+
+template <bool LOCAL, bool LAST>
+__device__ __forceinline__ void sweep_double(const Args& a, const int d, signed char* prof,
+                                             unsigned char* letters, unsigned* out_ring,
+                                             int* base_ring) {
+    const int lane = threadIdx.x & 31;
+    const int width = a.width;
+    const int oe = a.gap_oe;
+    const int row_lo = d * ROWS + lane * R;  // 0-based first row of the lane in strip A
+    const int row_hi = row_lo + S;           // ... and in strip B
+    const int steps = width + 63;            // lane 31's high half reaches column width at step width + 62
+    const int batches = (width + 31) >> 5;
+
+    // Profile of the double strip: prof[letter * ROWS + row] = table[class(row), letter].
+    __syncwarp();
+    for (int x = lane; x < CLASSES * ROWS; x += 32) {
+        const int letter = x / ROWS, row = x - letter * ROWS;
+        prof[x] = a.table[a.query[d * ROWS + row] * CLASSES + letter];
+    }
+    for (int x = lane; x < LETTERS; x += 32) letters[x] = SENTINEL;
+    __syncwarp();
+
+    const unsigned neg_e = pack(-a.gap_e, -a.gap_e), neg_oe = pack(-oe, -oe);
+    unsigned HO[R], E[R];
+    int base_lo = a.left_h[row_lo + 1] - oe, base_hi = a.left_h[row_hi + 1] - oe;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        HO[r] = pack(a.left_h[row_lo + r + 1] - oe - base_lo + BIAS, a.left_h[row_hi + r + 1] - oe - base_hi + BIAS);
+        E[r] = HO[r];
+    }
+    unsigned diag = pack(a.left_h[row_lo] - oe - base_lo + BIAS, a.left_h[row_hi] - oe - base_hi + BIAS);
+    // The lane's last row (HO, F) one step back, for the lane below: at column 0, F = H (H(i, 0) is
+    // F(i, 0) in global and semiglobal mode; in local mode any F at most H gives the same cells).
+    unsigned send_ho = HO[R - 1], send_f = add2(HO[R - 1], pack(oe, oe));
+    unsigned batch_in = 0, up_delta = 0, floor_ = 0, thr = 0xffffffffu;
+    int best_v = 0, best_i = 0x7fffffff, best_j = 0;
+    // The best score of the whole sweep known (read one batch ahead: the load's latency stays off
+    // the path of the warps), and the best this warp has sent.
+    int seen = 0, seen_next = 0, shared_best = 0;
+    const bool real_lo = row_lo < a.height, real_hi = row_hi < a.height;
+    const int last_r = LAST ? a.last_row - 1 - (a.last_row - 1 >= row_hi ? row_hi : row_lo) : -1;
+    const bool owns_last = last_r >= 0 && last_r < R;
+    const bool last_high = LAST && a.last_row - 1 >= row_hi;
+
+    const int2* slot_in = a.slots + (size_t)((d + 1) & 1) * width;
+    int2* slot_out = a.slots + (size_t)(d & 1) * width;
+    const int* flag_in = a.flags + ((d + 1) & 1) * batches;
+    int* flag_out = a.flags + (d & 1) * batches;
+    const bool hand_over = d + 1 < a.num_doubles;
+
+    // Column maxima of HO at or above the threshold may hold a new best cell. A cell scoring below
+    // a score already reached anywhere cannot be the end cell, so the threshold starts there: ties
+    // with a lane's own small best in a random region would otherwise send it down the slow path
+    // at almost every step.
+    auto threshold = [&]() {
+        const int goal = max(max(best_v, seen), 1) - oe + BIAS - 1;
+        return pack(real_lo ? clamp16(goal - base_lo) : 0xffff, real_hi ? clamp16(goal - base_hi) : 0xffff);
+    };
+
+    // At the start of each batch: the bases move to the first row's HO (not in the first batch,
+    // where they are there already), and what depends on them follows.
+    auto rebase = [&](const int s0) {
+        if (s0 > 0) {
+            const int dlo = low(HO[0]) - BIAS, dhi = high(HO[0]) - BIAS;
+            base_lo += dlo;
+            base_hi += dhi;
+            const unsigned shift = pack(-dlo, -dhi);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                HO[r] = add2(HO[r], shift);
+                E[r] = add2(E[r], shift);
+            }
+            diag = add2(diag, shift);
+            send_ho = add2(send_ho, shift);
+            send_f = add2(send_f, shift);
+        }
+        const int above_lo = __shfl_sync(FULL_MASK, base_lo, (lane + 31) & 31);
+        const int above_hi = __shfl_sync(FULL_MASK, base_hi, (lane + 31) & 31);
+        // Lane 0's high half hears lane 31's low half; its low half is replaced by the batch input.
+        up_delta = lane == 0 ? pack(above_lo - base_hi, 0) : pack(above_lo - base_lo, above_hi - base_hi);
+        if (LOCAL) {
+            const int mine = __reduce_max_sync(FULL_MASK, best_v);
+            if (lane == 0 && mine > shared_best) atomicMax(a.best_seen, mine);
+            shared_best = max(shared_best, mine);
+            seen = __shfl_sync(FULL_MASK, seen_next, 0);
+            if (lane == 0) seen_next = load_relaxed(a.best_seen);
+            floor_ = pack(clamp16(BIAS - base_lo), clamp16(BIAS - base_hi));
+            thr = threshold();
+        }
+        if (lane == 31) base_ring[(s0 >> 5) & (BASES - 1)] = base_hi;
+    };
+
+    // Columns s0+1 .. s0+32: their letters into the ring (sentinels past the last), and while
+    // they exist lane 0's input: the row above the double strip, one column per lane, as (HO, F)
+    // relative to lane 0's low base.
+    auto fetch = [&](const int s0) {
+        const int col = s0 + lane + 1;
+        letters[col & (LETTERS - 1)] = col <= width ? a.target[col - 1] : SENTINEL;
+        if (s0 >= width) return;
+        const int c = min(col, width);
+        int h, f;
+        if (d == 0) {
+            h = a.top_h[c];
+            f = a.top_f[c];
+        } else {
+            if (lane == 0) {
+                while (load_relaxed(flag_in + (s0 >> 5)) != d - 1) {
+                }
+                asm volatile("fence.acq_rel.gpu;" ::: "memory");
+            }
+            __syncwarp();
+            const int2 v = __ldcg(slot_in + c - 1);
+            h = v.x;
+            f = v.y;
+        }
+        const int b0 = __shfl_sync(FULL_MASK, base_lo, 0);
+        batch_in = pack(h - oe - b0 + BIAS, max(f, h - oe) - b0 + BIAS);
+    };
+
+    // Batch c of the double strip's last row (lane 31's high half), back to scores.
+    auto publish = [&](const int c) {
+        __syncwarp();
+        const int col = 32 * c + lane + 1;
+        if (col <= width) {
+            const unsigned w = out_ring[col & (OUT - 1)];
+            const int base = base_ring[((col + 62) >> 5) & (BASES - 1)] - BIAS;
+            slot_out[col - 1] = make_int2(low(w) + base + oe, high(w) + base);
+        }
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) store_release(flag_out + c, d);
+    };
+
+    auto step = [&](const int s) {
+        const int j = s - lane + 1;  // strip A's column; strip B's is j - 32
+        const int la = letters[j & (LETTERS - 1)], lb = letters[(j - 32) & (LETTERS - 1)];
+        const uint4 pa = *reinterpret_cast<const uint4*>(prof + la * ROWS + lane * R);
+        const uint4 pb = *reinterpret_cast<const uint4*>(prof + lb * ROWS + S + lane * R);
+        const unsigned wa[4] = {pa.x, pa.y, pa.z, pa.w}, wb[4] = {pb.x, pb.y, pb.z, pb.w};
+        unsigned up_ho = add2(__shfl_sync(FULL_MASK, send_ho, (lane + 31) & 31), up_delta);
+        unsigned up_f = add2(__shfl_sync(FULL_MASK, send_f, (lane + 31) & 31), up_delta);
+        const unsigned above = __shfl_sync(FULL_MASK, batch_in, s & 31);
+        if (lane == 0) {
+            up_ho = prmt(above, up_ho, 0x5410);
+            up_f = prmt(above, up_f, 0x5432);
+        }
+        unsigned hu = up_ho, fu = up_f, hd = diag;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            // Scores of row r against both letters, sign-extended into the two halves.
+            const unsigned k = r & 3;
+            const unsigned sc = prmt(wa[r >> 2], wb[r >> 2], k | ((8 | k) << 4) | ((4 + k) << 8) | ((12 + k) << 12));
+            const unsigned e = __viaddmax_u16x2(E[r], neg_e, HO[r]);
+            const unsigned f = __viaddmax_u16x2(fu, neg_e, hu);
+            const unsigned h = __vimax3_u16x2(__viaddmax_u16x2(hd, sc, floor_), e, f);
+            hd = HO[r];
+            HO[r] = add2(h, neg_oe);
+            E[r] = e;
+            hu = HO[r];
+            fu = f;
+        }
+        diag = up_ho;
+        send_ho = hu;
+        send_f = fu;
+        if (lane == 31) out_ring[(j - 32) & (OUT - 1)] = prmt(hu, fu, 0x7632);
+        if (LOCAL) {
+            unsigned mx = __vimax3_u16x2(HO[0], HO[1], HO[2]);
+#pragma unroll
+            for (int r = 3; r + 1 < R; r += 2) mx = __vimax3_u16x2(mx, HO[r], HO[r + 1]);
+            mx = max2(mx, HO[R - 1]);
+            if (max2(mx, thr) != thr) {
+                // A cell of this step reaches the lane's best. In each half the first row holding
+                // the column maximum is that column's best cell under (score desc, row asc); the
+                // two columns' candidates are compared with the lane's best (then column asc).
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const unsigned col_max = half ? mx >> 16 : mx & 0xffffu;
+                    int first = R - 1;
+#pragma unroll
+                    for (int r = R - 2; r >= 0; --r)
+                        first = ((half ? HO[r] >> 16 : HO[r] & 0xffffu) == col_max) ? r : first;
+                    const int v = (int)col_max + (half ? base_hi : base_lo) - BIAS + oe;
+                    const int i = (half ? row_hi : row_lo) + first + 1, jj = j - 32 * half;
+                    if (v > 0 && jj >= 1 && jj <= width && i <= a.height &&
+                        (v > best_v || (v == best_v && (i < best_i || (i == best_i && jj < best_j))))) {
+                        best_v = v;
+                        best_i = i;
+                        best_j = jj;
+                    }
+                }
+                thr = threshold();
+            }
+        }
+        if (LAST && owns_last) {
+            unsigned v = HO[0];
+#pragma unroll
+            for (int r = 1; r < R; ++r) v = r == last_r ? HO[r] : v;
+            const int jj = last_high ? j - 32 : j;
+            if (jj >= 1 && jj <= width)
+                a.last_row_h[jj] = (last_high ? high(v) + base_hi : low(v) + base_lo) - BIAS + oe;
+        }
+    };
+
+    int published = 0;
+    for (int s0 = 0; s0 < steps; s0 += 32) {
+        rebase(s0);
+        fetch(s0);
+        if (hand_over && (s0 >> 5) >= LAG) {
+            publish((s0 >> 5) - LAG);
+            published = (s0 >> 5) - LAG + 1;
+        }
+        __syncwarp();
+        const int end = min(s0 + 32, steps);
+        if (end == s0 + 32) {
+#pragma unroll 2
+            for (int s = s0; s < end; ++s) step(s);
+        } else {
+#pragma unroll 1
+            for (int s = s0; s < end; ++s) step(s);
+        }
+    }
+    if (hand_over)
+        for (int c = published; c < batches; ++c) publish(c);
+
+    if (LOCAL) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            const int v = __shfl_xor_sync(FULL_MASK, best_v, off);
+            const int i = __shfl_xor_sync(FULL_MASK, best_i, off);
+            const int jj = __shfl_xor_sync(FULL_MASK, best_j, off);
+            if (v > best_v || (v == best_v && (i < best_i || (i == best_i && jj < best_j)))) {
+                best_v = v;
+                best_i = i;
+                best_j = jj;
+            }
+        }
+        if (lane == 0) {
+            a.best[3 * d] = best_v;
+            a.best[3 * d + 1] = best_i;
+            a.best[3 * d + 2] = best_j;
+        }
+    }
+}
+
+}  // namespace packed16
+
+// Parameters in packed16::Args order. Persistent grid; warps take double strips from the ticket.
+template <bool LOCAL>
+__global__ void __launch_bounds__(128, 6)
+packed16_sweep(const unsigned char* query, const unsigned char* target, const signed char* table,
+               int height, int width, int gap_oe, int gap_e, const int* top_h, const int* top_f,
+               const int* left_h, int2* slots, int* flags, int* ticket, int num_doubles,
+               int* last_row_h, int last_row, int* best, int* best_seen) {
+    using namespace packed16;
+    const Args a{query, target, table, height, width, gap_oe, gap_e, top_h, top_f, left_h,
+                 slots, flags, num_doubles, last_row_h, last_row, best, best_seen};
+    // Per warp: the profile, the letter ring, lane 31's output ring and its bases.
+    extern __shared__ __align__(16) unsigned char packed16_shared[];
+    constexpr int PER_WARP = CLASSES * ROWS + LETTERS + OUT * 4 + BASES * 4;
+    const int warp = threadIdx.x >> 5;
+    unsigned char* mine = packed16_shared + warp * PER_WARP;
+    signed char* prof = reinterpret_cast<signed char*>(mine);
+    unsigned char* letters = mine + CLASSES * ROWS;
+    unsigned* out_ring = reinterpret_cast<unsigned*>(letters + LETTERS);
+    int* base_ring = reinterpret_cast<int*>(out_ring + OUT);
+    const int lane = threadIdx.x & 31;
+    const int last_double = LOCAL ? -1 : (last_row - 1) / ROWS;
+    while (true) {
+        int d = 0;
+        if (lane == 0) d = atomicAdd(ticket, 1);
+        d = __shfl_sync(FULL_MASK, d, 0);
+        if (d >= num_doubles) break;
+        if (LOCAL) sweep_double<true, false>(a, d, prof, letters, out_ring, base_ring);
+        else if (d == last_double) sweep_double<false, true>(a, d, prof, letters, out_ring, base_ring);
+        else sweep_double<false, false>(a, d, prof, letters, out_ring, base_ring);
+    }
+}
