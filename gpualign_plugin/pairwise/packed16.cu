@@ -26,7 +26,7 @@
 // F no larger than what gives the same next values); after column n and below row m they compute
 // values no real cell depends on, and no output takes them.
 
-#define FULL_MASK 0xffffffffu
+#include "sweep_sync.cuh"
 
 namespace packed16 {
 
@@ -63,14 +63,6 @@ __device__ __forceinline__ int clamp16(int v) { return min(max(v, 0), 0xffff); }
 __device__ __forceinline__ int low(unsigned v) { return (int)(v & 0xffffu); }
 __device__ __forceinline__ int high(unsigned v) { return (int)(v >> 16); }
 
-__device__ __forceinline__ int load_relaxed(const int* p) {
-    int v;
-    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void store_release(int* p, int v) {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 
 struct Args {
     const unsigned char* query;   // letter classes of the rows (0..4; 5 pads to num_doubles * ROWS)
@@ -174,7 +166,7 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
             if (lane == 0 && mine > shared_best) atomicMax(a.best_seen, mine);
             shared_best = max(shared_best, mine);
             seen = __shfl_sync(FULL_MASK, seen_next, 0);
-            if (lane == 0) seen_next = load_relaxed(a.best_seen);
+            if (lane == 0) seen_next = load_relaxed_gpu(a.best_seen);
             floor_ = pack(clamp16(BIAS - base_lo), clamp16(BIAS - base_hi));
             thr = threshold();
         }
@@ -195,9 +187,9 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
             f = a.top_f[c];
         } else {
             if (lane == 0) {
-                while (load_relaxed(flag_in + (s0 >> 5)) != d - 1) {
+                while (load_relaxed_gpu(flag_in + (s0 >> 5)) != d - 1) {
                 }
-                asm volatile("fence.acq_rel.gpu;" ::: "memory");
+                fence_acquire_gpu();
             }
             __syncwarp();
             const int2 v = __ldcg(slot_in + c - 1);
@@ -219,7 +211,7 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
         }
         __threadfence();
         __syncwarp();
-        if (lane == 0) store_release(flag_out + c, d);
+        if (lane == 0) store_release_gpu(flag_out + c, d);
     };
 
     auto step = [&](const int s) {
@@ -314,17 +306,7 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
         for (int c = published; c < batches; ++c) publish(c);
 
     if (LOCAL) {
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            const int v = __shfl_xor_sync(FULL_MASK, best_v, off);
-            const int i = __shfl_xor_sync(FULL_MASK, best_i, off);
-            const int jj = __shfl_xor_sync(FULL_MASK, best_j, off);
-            if (v > best_v || (v == best_v && (i < best_i || (i == best_i && jj < best_j)))) {
-                best_v = v;
-                best_i = i;
-                best_j = jj;
-            }
-        }
+        WARP_BEST_CELL(best_v, best_i, best_j)
         if (lane == 0) {
             a.best[3 * d] = best_v;
             a.best[3 * d + 1] = best_i;

@@ -20,8 +20,8 @@
 // in docs/GPU.md, "Block pruning").
 
 #include "dp_cells.cuh"
+#include "sweep_sync.cuh"
 
-#define FULL_MASK 0xffffffffu
 #define SWEEP_NEG_INF (-(1 << 30))  // scoring.NEG_INF: minus infinity of E and F
 
 __device__ __forceinline__ int warp_max(int v) {
@@ -33,25 +33,6 @@ __device__ __forceinline__ int warp_max(int v) {
     return v;
 #endif
 }
-
-// Relaxed loads, acquire fences and release stores at one memory scope: gpu for the flags between
-// the strips of a sweep, sys for mapped host memory shared with a sweep on another device. Polling
-// uses relaxed loads and one acquire fence after the flag is seen: an acquire load in the polling
-// loop would invalidate the L1 cache at every poll.
-#define SCOPED_SYNC(SCOPE)                                                                      \
-    __device__ __forceinline__ int load_relaxed_##SCOPE(const int* p) {                         \
-        int v;                                                                                  \
-        asm volatile("ld.relaxed." #SCOPE ".global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); \
-        return v;                                                                               \
-    }                                                                                           \
-    __device__ __forceinline__ void fence_acquire_##SCOPE() {                                   \
-        asm volatile("fence.acq_rel." #SCOPE ";" ::: "memory");                                 \
-    }                                                                                           \
-    __device__ __forceinline__ void store_release_##SCOPE(int* p, int v) {                      \
-        asm volatile("st.release." #SCOPE ".global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); \
-    }
-SCOPED_SYNC(gpu)
-SCOPED_SYNC(sys)
 
 // Loads the R int8 substitution scores of a lane's rows against one target letter (R bytes of the
 // query profile) as 32-bit words, with one vector load.
@@ -453,18 +434,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     }
 
     if constexpr (TRACK) {
-        // Warp reduction of (score desc, row asc, column asc).
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            const int v = __shfl_xor_sync(FULL_MASK, best_v, off);
-            const int i = __shfl_xor_sync(FULL_MASK, best_i, off);
-            const int jj = __shfl_xor_sync(FULL_MASK, best_j, off);
-            if (v > best_v || (v == best_v && (i < best_i || (i == best_i && jj < best_j)))) {
-                best_v = v;
-                best_i = i;
-                best_j = jj;
-            }
-        }
+        WARP_BEST_CELL(best_v, best_i, best_j)
         if (lane == 0 && a.best != nullptr) {  // sweeps of inner checkpoint regions keep no best cell
             a.best[3 * k] = best_v;
             a.best[3 * k + 1] = best_i;
