@@ -580,12 +580,18 @@ def local_end_cells(cells: np.ndarray, strips: np.ndarray) -> list[PairScore]:
     return ends
 
 
-def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
-    """The CPU engine's checks and ``uint8`` arrays, plus the int8 bound of the GPU's query profile."""
-    query, target, _matrix, _mode_code = cpu._prepare(query_codes, target_codes, scheme, mode)
+def _require_int8(scheme: ScoringScheme) -> None:
+    """Refuse (:class:`InputError`) a scheme whose substitution scores do not fit the int8 query
+    profiles of the GPU kernels."""
     if not scheme.fits_int8:
         raise InputError("the GPU engine needs substitution scores between -128 and 127 "
                          f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
+
+
+def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
+    """The CPU engine's checks and ``uint8`` arrays, plus the int8 bound of the GPU's query profile."""
+    query, target, _matrix, _mode_code = cpu._prepare(query_codes, target_codes, scheme, mode)
+    _require_int8(scheme)
     return query, target
 
 
@@ -803,11 +809,9 @@ class PairScorer:
 
     def __init__(self, targets: list, scheme: ScoringScheme, device: int = 0,
                  memory_budget: int | None = None, prune: bool = True):
+        _require_int8(scheme)
         import cupy
 
-        if not scheme.fits_int8:
-            raise InputError("the GPU engine needs substitution scores between -128 and 127 "
-                             f"({scheme.name} has {scheme.matrix.min()}..{scheme.matrix.max()})")
         self.cupy, self.scheme, self.device = cupy, scheme, device
         self.alpha = scheme.alphabet.size
         codes = [np.ascontiguousarray(t, dtype=np.uint8) for t in targets]

@@ -2,7 +2,7 @@
 their budget, a too-small budget names the smallest that works, and the memory formula adds up
 the arrays the engine allocates), the end-cell rule over the score kernels' strips, and the
 column slabs of a pair split over devices (their bounds, and the host record of the kernel's
-``SlabLink`` field for field).
+``SlabLink`` field for field), and the refusal of schemes outside the kernels' int8 profiles.
 
 No GPU is needed: :func:`gpualign_plugin.pairwise.gpu.plan_memory` is plain arithmetic
 (the multiprocessor count is an argument; 132 is an H200's, 114 an H100's), and
@@ -217,3 +217,17 @@ def test_slab_link_record_matches_the_kernels_struct():
     assert [kind == "int*" for kind, _ in fields] == \
         [gpu._LINK_FIELDS[f].itemsize == 8 for f in gpu._LINK_FIELDS.names if f != "padding"]
     assert gpu._LINK_FIELDS.itemsize == 64
+
+
+def test_scores_outside_int8_are_refused_before_any_gpu_work():
+    # The one check behind both the long-pair engine and the many-pairs scorer: an InputError
+    # naming the scheme's range, raised before CuPy is needed.
+    from gpualign_plugin.scoring import ScoringScheme
+
+    scheme = ScoringScheme.dna(match=200, mismatch=-3)
+    codes = scheme.alphabet.encode("ACGT")
+    message = r"between -128 and 127 \(match=200,mismatch=-3,ambiguity=-1 has -3\.\.200\)"
+    with pytest.raises(InputError, match=message):
+        gpu._prepare(codes, codes, scheme, "local")
+    with pytest.raises(InputError, match=message):
+        gpu.PairScorer([codes], scheme)
