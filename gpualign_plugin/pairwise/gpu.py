@@ -671,14 +671,15 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
 def score_kernel(m: int, scheme: ScoringScheme, mode: str, device: int = 0, devices=None,
                  prune: bool = True) -> str:
     """The sweep :func:`score_pair` runs for ``m`` query rows: ``'packed16'`` where the packed sweep
-    applies (:func:`packed_table`) on one device (``devices`` names at most one), else
-    ``'striped'``. In local mode with block pruning the packed sweep, which does not prune, runs
+    applies (:func:`packed_table`) on one device (``devices`` names at most one) with Hopper's DPX
+    instructions (compute capability 9.0 or later: it was built and measured on them; elsewhere
+    its 16-bit instructions are emulated), else ``'striped'``. In local mode with block pruning the packed sweep, which does not prune, runs
     only while the striped sweep would hold all its strips on the device at once: there the chain
     of strips sets the time and pruning saves little (1 Mbp: packed 0.61 s, striped with pruning
     0.77 s on an H100), while beyond it strips run in waves, time follows work and pruning skips
     half of it (3 Mbp: striped 3.5-3.8 s, packed 4.1-4.6 s; docs/GPU.md)."""
     devices = devices or [device]
-    if len(devices) > 1 or packed_table(scheme) is None:
+    if len(devices) > 1 or packed_table(scheme) is None or probe(devices[0]).compute_capability < (9, 0):
         return "striped"
     if mode == "local" and prune:
         strips = -(-m // (32 * _rows_per_lane(m, probe(devices[0]).multiprocessors)))

@@ -41,15 +41,25 @@ constexpr int OUT = 64;            // lane 31's high-half last row, by column, u
 constexpr int BASES = 4;           // lane 31's high-half base per batch
 constexpr int LAG = 3;             // batch c of the last row is published at the start of batch c + LAG
 
+// Per-halfword add (modulo 2^16) and unsigned maximum: one instruction each from sm_90 on (PTX has
+// them only there), CUDA's SIMD intrinsics before.
 __device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
+#if __CUDA_ARCH__ >= 900
     unsigned r;
     asm("add.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
+#else
+    return __vadd2(a, b);
+#endif
 }
 __device__ __forceinline__ unsigned max2(unsigned a, unsigned b) {
+#if __CUDA_ARCH__ >= 900
     unsigned r;
     asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
+#else
+    return __vmaxu2(a, b);
+#endif
 }
 __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) {
     unsigned r;
@@ -162,7 +172,7 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
         // Lane 0's high half hears lane 31's low half; its low half is replaced by the batch input.
         up_delta = lane == 0 ? pack(above_lo - base_hi, 0) : pack(above_lo - base_lo, above_hi - base_hi);
         if (LOCAL) {
-            const int mine = __reduce_max_sync(FULL_MASK, best_v);
+            const int mine = warp_max(best_v);
             if (lane == 0 && mine > shared_best) atomicMax(a.best_seen, mine);
             shared_best = max(shared_best, mine);
             seen = __shfl_sync(FULL_MASK, seen_next, 0);

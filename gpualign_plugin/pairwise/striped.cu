@@ -24,16 +24,6 @@
 
 #define SWEEP_NEG_INF (-(1 << 30))  // scoring.NEG_INF: minus infinity of E and F
 
-__device__ __forceinline__ int warp_max(int v) {
-#if __CUDA_ARCH__ >= 800
-    return __reduce_max_sync(FULL_MASK, v);
-#else
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v = max(v, __shfl_xor_sync(FULL_MASK, v, off));
-    return v;
-#endif
-}
-
 // Loads the R int8 substitution scores of a lane's rows against one target letter (R bytes of the
 // query profile) as 32-bit words, with one vector load.
 template <int R>

@@ -1,8 +1,19 @@
 // What the long-pair sweep kernels (pairwise/striped.cu, pairwise/packed16.cu) share: the memory
-// order of the ready flags between strips, and the warp's reduction of its lanes' best cells.
+// order of the ready flags between strips, and the warp's maximum and best-cell reductions.
 #pragma once
 
 #define FULL_MASK 0xffffffffu
+
+// The largest of the warp's 32 values, in every lane.
+__device__ __forceinline__ int warp_max(int v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(FULL_MASK, v);
+#else
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v = max(v, __shfl_xor_sync(FULL_MASK, v, off));
+    return v;
+#endif
+}
 
 // Relaxed loads, acquire fences and release stores at one memory scope: gpu for the flags between
 // the strips of a sweep, sys for mapped host memory shared with a sweep on another device. Polling

@@ -231,3 +231,17 @@ def test_scores_outside_int8_are_refused_before_any_gpu_work():
         gpu._prepare(codes, codes, scheme, "local")
     with pytest.raises(InputError, match=message):
         gpu.PairScorer([codes], scheme)
+
+
+@pytest.mark.parametrize("capability", [(8, 0), (8, 9)], ids=["A100", "L40"])
+def test_the_packed_sweep_is_chosen_only_with_dpx(monkeypatch, capability):
+    # Before Hopper the packed sweep's 16-bit DPX instructions are emulated, and it was never
+    # measured there: score_pair keeps the striped sweep. (The device is described, not probed.)
+    from gpualign_plugin.runtime.gpu import GpuStatus
+    from gpualign_plugin.scoring import ScoringScheme
+
+    monkeypatch.setattr(gpu, "probe", lambda device=0: GpuStatus(True, "", device, "NVIDIA A100", 80 * GiB,
+                                                                 capability, 108))
+    scheme = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
+    for mode in ("local", "global", "semiglobal"):
+        assert gpu.score_kernel(1000, scheme, mode) == "striped"
