@@ -673,11 +673,13 @@ def score_kernel(m: int, scheme: ScoringScheme, mode: str, device: int = 0, devi
     """The sweep :func:`score_pair` runs for ``m`` query rows: ``'packed16'`` where the packed sweep
     applies (:func:`packed_table`) on one device (``devices`` names at most one) with Hopper's DPX
     instructions (compute capability 9.0 or later: it was built and measured on them; elsewhere
-    its 16-bit instructions are emulated), else ``'striped'``. In local mode with block pruning the packed sweep, which does not prune, runs
-    only while the striped sweep would hold all its strips on the device at once: there the chain
-    of strips sets the time and pruning saves little (1 Mbp: packed 0.61 s, striped with pruning
-    0.77 s on an H100), while beyond it strips run in waves, time follows work and pruning skips
-    half of it (3 Mbp: striped 3.5-3.8 s, packed 4.1-4.6 s; docs/GPU.md)."""
+    its 16-bit instructions are emulated), else ``'striped'``.
+
+    In local mode with block pruning the packed sweep, which does not prune, runs only while the
+    striped sweep would hold all its strips on the device at once: there the chain of strips sets
+    the time and pruning saves little (1 Mbp: packed 0.61 s, striped with pruning 0.77 s on an
+    H100), while beyond it strips run in waves, time follows work and pruning skips half of it
+    (3 Mbp: striped 3.5-3.8 s, packed 4.1-4.6 s; docs/GPU.md)."""
     devices = devices or [device]
     if len(devices) > 1 or packed_table(scheme) is None or probe(devices[0]).compute_capability < (9, 0):
         return "striped"
@@ -715,8 +717,8 @@ def packed_table(scheme: ScoringScheme) -> np.ndarray | None:
 
 
 def _packed_kernel(local: bool, device: int):
-    """``(name, kernel)`` of the packed sweep, with all of L1 given to shared memory: six blocks of
-    four warps fit on a multiprocessor by registers, and the default split leaves room for five."""
+    """``(name, kernel)`` of the packed sweep, asking for all of L1 as shared memory so that the
+    shared memory of six blocks (what its 80 registers allow per multiprocessor) never caps them."""
     name = f"packed16_sweep<{'true' if local else 'false'}>"
     kernel = kernels.get_kernel(device, _PACKED_SOURCE, name)
     kernel.preferred_shared_memory_carveout = 100
