@@ -72,8 +72,9 @@ PACKED_ROWS = 1024
 PACKED_CLASSES = 6
 """Letters of the packed sweep's profile: A, C, G, T, every other code, and the sentinel that
 scores -128 against everything (columns before the first and after the last, padding rows)."""
-PACKED_SHARED_PER_WARP = PACKED_CLASSES * PACKED_ROWS + 128 + 64 * 4 + 4 * 4
-"""The packed sweep's shared memory per warp: profile, letter ring, output ring, bases (bytes)."""
+PACKED_SHARED_PER_WARP = PACKED_CLASSES * PACKED_ROWS + 128 + 64 * 4 + 4 * 4 + 32 * 32
+"""The packed sweep's shared memory per warp: profile, letter ring, output ring, bases, and each
+lane's snapshot of the column of its best cell (bytes)."""
 PACKED_MAX_STEP = 600
 """Largest ``max_sub + gap_open + gap_extend`` (``C``) the packed sweep takes. Neighbouring cells
 differ by at most ``C``; a lane's values stay within ``50 C`` of its base (15 rows, the lane
@@ -718,7 +719,8 @@ def packed_table(scheme: ScoringScheme) -> np.ndarray | None:
 
 def _packed_kernel(local: bool, device: int):
     """``(name, kernel)`` of the packed sweep, asking for all of L1 as shared memory so that the
-    shared memory of six blocks (what its 80 registers allow per multiprocessor) never caps them."""
+    shared memory of the blocks its registers allow per multiprocessor (six, or five for a local
+    sweep) never caps them."""
     name = f"packed16_sweep<{'true' if local else 'false'}>"
     kernel = kernels.get_kernel(device, _PACKED_SOURCE, name)
     kernel.preferred_shared_memory_carveout = 100
@@ -726,9 +728,10 @@ def _packed_kernel(local: bool, device: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _packed_warps(device: int) -> int:
-    """Warps of the packed sweep resident on ``device`` at once (the persistent grid)."""
-    _name, kernel = _packed_kernel(True, device)
+def _packed_warps(device: int, local: bool) -> int:
+    """Warps of the packed sweep (local, or global and semiglobal) resident on ``device`` at once
+    (the persistent grid)."""
+    _name, kernel = _packed_kernel(local, device)
     return WARPS_PER_BLOCK * kernels.resident_blocks(kernel, 32 * WARPS_PER_BLOCK,
                                                      WARPS_PER_BLOCK * PACKED_SHARED_PER_WARP, device)
 
@@ -755,7 +758,7 @@ def _score_packed(query: np.ndarray, target: np.ndarray, scheme: ScoringScheme, 
         best = cp.zeros(3 * doubles, dtype=cp.int32) if local else None
         last = None if local else cp.zeros(n + 1, dtype=cp.int32)
         name, kernel = _packed_kernel(local, device)
-        grid = max(1, min(-(-doubles // WARPS_PER_BLOCK), _packed_warps(device) // WARPS_PER_BLOCK))
+        grid = max(1, min(-(-doubles // WARPS_PER_BLOCK), _packed_warps(device, local) // WARPS_PER_BLOCK))
         null, i32 = np.uint64(0), np.int32
         args = (rows, columns, cp.asarray(packed_table(scheme).ravel()), i32(m), i32(n),
                 i32(scheme.gap_open + scheme.gap_extend), i32(scheme.gap_extend),

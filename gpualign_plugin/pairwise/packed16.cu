@@ -40,6 +40,7 @@ constexpr int LETTERS = 128;       // target letter ring, by column (lane 31's h
 constexpr int OUT = 64;            // lane 31's high-half last row, by column, until published
 constexpr int BASES = 4;           // lane 31's high-half base per batch
 constexpr int LAG = 3;             // batch c of the last row is published at the start of batch c + LAG
+constexpr int SNAPSHOT = R / 2;    // words per lane: one half's R values of a column (local best cell)
 
 // Per-halfword add (modulo 2^16) and unsigned maximum: one instruction each from sm_90 on (PTX has
 // them only there), CUDA's SIMD intrinsics before.
@@ -92,10 +93,25 @@ struct Args {
     int* best_seen;     // the best score any warp has found so far (local; 0 initially)
 };
 
+// The first of the R values of a snapshot (16 bits each, two per word) that is their maximum.
+__device__ __forceinline__ int first_max_row(const uint4* snapshot) {
+    const uint4 p = snapshot[0], q = snapshot[1];
+    const unsigned w[SNAPSHOT] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+    unsigned mx = __vimax3_u16x2(w[0], w[1], w[2]);
+    mx = __vimax3_u16x2(mx, w[3], w[4]);
+    mx = __vimax3_u16x2(mx, w[5], w[6]);
+    mx = max2(mx, w[7]);
+    const int top = max(low(mx), high(mx));
+    int first = R - 1;
+#pragma unroll
+    for (int r = R - 2; r >= 0; --r) first = ((r & 1 ? high(w[r >> 1]) : low(w[r >> 1])) == top) ? r : first;
+    return first;
+}
+
 template <bool LOCAL, bool LAST>
 __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed char* prof,
                                              unsigned char* letters, unsigned* out_ring,
-                                             int* base_ring) {
+                                             int* base_ring, uint4* snapshot) {
     const int lane = threadIdx.x & 31;
     const int width = a.width;
     const int oe = a.gap_oe;
@@ -127,6 +143,10 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
     unsigned send_ho = HO[R - 1], send_f = add2(HO[R - 1], pack(oe, oe));
     unsigned batch_in = 0, up_delta = 0, floor_ = 0, thr = 0xffffffffu;
     int best_v = 0, best_i = 0x7fffffff, best_j = 0;
+    // While pending, best_i is the first row of the best cell's half (1-based) and the lane's
+    // snapshot holds that half's values in the best cell's column: the row within the half is
+    // found when a tie or the end of the sweep needs it, not at every new best along an alignment.
+    bool pending = false;
     // The best score of the whole sweep known (read one batch ahead: the load's latency stays off
     // the path of the warps), and the best this warp has sent.
     int seen = 0, seen_next = 0, shared_best = 0;
@@ -265,20 +285,37 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
                 // A cell of this step reaches the lane's best. In each half the first row holding
                 // the column maximum is that column's best cell under (score desc, row asc); the
                 // two columns' candidates are compared with the lane's best (then column asc).
-#pragma unroll
+                // Rows past the last take no part: a half with a real row has its column maximum
+                // first in a real row (a padding row is below the real row above it), and a half
+                // without one is left out.
+#pragma unroll 1
                 for (int half = 0; half < 2; ++half) {
-                    const unsigned col_max = half ? mx >> 16 : mx & 0xffffu;
-                    int first = R - 1;
-#pragma unroll
-                    for (int r = R - 2; r >= 0; --r)
-                        first = ((half ? HO[r] >> 16 : HO[r] & 0xffffu) == col_max) ? r : first;
-                    const int v = (int)col_max + (half ? base_hi : base_lo) - BIAS + oe;
-                    const int i = (half ? row_hi : row_lo) + first + 1, jj = j - 32 * half;
-                    if (v > 0 && jj >= 1 && jj <= width && i <= a.height &&
-                        (v > best_v || (v == best_v && (i < best_i || (i == best_i && jj < best_j))))) {
+                    const int v = (half ? high(mx) + base_hi : low(mx) + base_lo) - BIAS + oe;
+                    const int jj = j - 32 * half;
+                    if (!(half ? real_hi : real_lo) || v < best_v || v <= 0 || jj < 1 || jj > width) continue;
+                    const int row = (half ? row_hi : row_lo) + 1;
+                    const unsigned sel = half ? 0x7632 : 0x5410;
+                    auto take_snapshot = [&]() {
+                        snapshot[0] = make_uint4(prmt(HO[0], HO[1], sel), prmt(HO[2], HO[3], sel),
+                                                 prmt(HO[4], HO[5], sel), prmt(HO[6], HO[7], sel));
+                        snapshot[1] = make_uint4(prmt(HO[8], HO[9], sel), prmt(HO[10], HO[11], sel),
+                                                 prmt(HO[12], HO[13], sel), prmt(HO[14], HO[15], sel));
+                    };
+                    if (v > best_v) {
+                        take_snapshot();
                         best_v = v;
-                        best_i = i;
+                        best_i = row;
                         best_j = jj;
+                        pending = true;
+                    } else {  // a tie: both rows are needed
+                        if (pending) best_i += first_max_row(snapshot);
+                        pending = false;
+                        take_snapshot();
+                        const int i = row + first_max_row(snapshot);
+                        if (i < best_i || (i == best_i && jj < best_j)) {
+                            best_i = i;
+                            best_j = jj;
+                        }
                     }
                 }
                 thr = threshold();
@@ -316,6 +353,7 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
         for (int c = published; c < batches; ++c) publish(c);
 
     if (LOCAL) {
+        if (pending) best_i += first_max_row(snapshot);
         WARP_BEST_CELL(best_v, best_i, best_j)
         if (lane == 0) {
             a.best[3 * d] = best_v;
@@ -328,8 +366,11 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
 }  // namespace packed16
 
 // Parameters in packed16::Args order. Persistent grid; warps take double strips from the ticket.
+// Six blocks per multiprocessor (80 registers) for global and semiglobal sweeps; five (96) for
+// local ones, whose best-cell branch otherwise spills: a new best is found at every row of an
+// alignment, in the warps that set the pace of all below them (docs/GPU.md).
 template <bool LOCAL>
-__global__ void __launch_bounds__(128, 6)
+__global__ void __launch_bounds__(128, LOCAL ? 5 : 6)
 packed16_sweep(const unsigned char* query, const unsigned char* target, const signed char* table,
                int height, int width, int gap_oe, int gap_e, const int* top_h, const int* top_f,
                const int* left_h, int2* slots, int* flags, int* ticket, int num_doubles,
@@ -337,9 +378,10 @@ packed16_sweep(const unsigned char* query, const unsigned char* target, const si
     using namespace packed16;
     const Args a{query, target, table, height, width, gap_oe, gap_e, top_h, top_f, left_h,
                  slots, flags, num_doubles, last_row_h, last_row, best, best_seen};
-    // Per warp: the profile, the letter ring, lane 31's output ring and its bases.
+    // Per warp: the profile, the letter ring, lane 31's output ring and its bases, and each lane's
+    // snapshot (16-byte aligned: the sizes before it are multiples of 16).
     extern __shared__ __align__(16) unsigned char packed16_shared[];
-    constexpr int PER_WARP = CLASSES * ROWS + LETTERS + OUT * 4 + BASES * 4;
+    constexpr int PER_WARP = CLASSES * ROWS + LETTERS + OUT * 4 + BASES * 4 + 32 * SNAPSHOT * 4;
     const int warp = threadIdx.x >> 5;
     unsigned char* mine = packed16_shared + warp * PER_WARP;
     signed char* prof = reinterpret_cast<signed char*>(mine);
@@ -347,14 +389,15 @@ packed16_sweep(const unsigned char* query, const unsigned char* target, const si
     unsigned* out_ring = reinterpret_cast<unsigned*>(letters + LETTERS);
     int* base_ring = reinterpret_cast<int*>(out_ring + OUT);
     const int lane = threadIdx.x & 31;
+    uint4* snapshot = reinterpret_cast<uint4*>(base_ring + BASES) + lane * (SNAPSHOT / 4);
     const int last_double = LOCAL ? -1 : (last_row - 1) / ROWS;
     while (true) {
         int d = 0;
         if (lane == 0) d = atomicAdd(ticket, 1);
         d = __shfl_sync(FULL_MASK, d, 0);
         if (d >= num_doubles) break;
-        if (LOCAL) sweep_double<true, false>(a, d, prof, letters, out_ring, base_ring);
-        else if (d == last_double) sweep_double<false, true>(a, d, prof, letters, out_ring, base_ring);
-        else sweep_double<false, false>(a, d, prof, letters, out_ring, base_ring);
+        if (LOCAL) sweep_double<true, false>(a, d, prof, letters, out_ring, base_ring, snapshot);
+        else if (d == last_double) sweep_double<false, true>(a, d, prof, letters, out_ring, base_ring, snapshot);
+        else sweep_double<false, false>(a, d, prof, letters, out_ring, base_ring, snapshot);
     }
 }

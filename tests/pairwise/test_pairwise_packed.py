@@ -105,6 +105,19 @@ def test_repeats_with_many_equal_scores_keep_the_cpu_end_cell(mode):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("offset", [0, 3, 500, 512, 520, 1024, 1100])
+def test_a_later_tie_in_an_earlier_row_takes_the_end_cell(offset):
+    # Score 6 first at row offset + 12 (column 27), then again at row offset + 6 (column 53): the
+    # later cell wins by its row. The sweep finds the row of a new best only when a tie (or the
+    # end) needs it, so this tie must look up the earlier cell's row, in one lane of either strip,
+    # across two lanes (offset 520) or in the next double strip.
+    query = DNA.encode("G" * offset + "AAAAAACCCCCC")
+    target = DNA.encode("T" * 20 + "GCCCCCC" + "T" * 20 + "AAAAAA" + "T" * 20)
+    assert packed(query, target, BENCH_SCHEME, "local") == PairScore(6, offset + 6, 53)
+    assert packed(target, query, BENCH_SCHEME, "local") == cpu.score_pair(target, query, BENCH_SCHEME, "local")
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["global", "semiglobal"])
 def test_leading_gaps_across_lane_strip_and_warp_edges(mode):
     # An unrelated head before a copy of the target: the best path runs down column 0 (or along
