@@ -41,6 +41,7 @@ constexpr int OUT = 64;            // lane 31's high-half last row, by column, u
 constexpr int BASES = 4;           // lane 31's high-half base per batch
 constexpr int LAG = 3;             // batch c of the last row is published at the start of batch c + LAG
 constexpr int SNAPSHOT = R / 2;    // words per lane: one half's R values of a column (local best cell)
+static_assert(SNAPSHOT == 8, "first_max_row reads a snapshot as two 16-byte words");
 
 // Per-halfword add (modulo 2^16) and unsigned maximum: one instruction each from sm_90 on (PTX has
 // them only there), CUDA's SIMD intrinsics before.
@@ -366,8 +367,8 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
 }  // namespace packed16
 
 // Parameters in packed16::Args order. Persistent grid; warps take double strips from the ticket.
-// Six blocks per multiprocessor (80 registers) for global and semiglobal sweeps; five (96) for
-// local ones, whose best-cell branch otherwise spills: a new best is found at every row of an
+// Six blocks per multiprocessor (at most 80 registers) for global and semiglobal sweeps; five (at
+// most 96) for local ones, whose best-cell branch otherwise spills: a new best is found at every row of an
 // alignment, in the warps that set the pace of all below them (docs/GPU.md).
 template <bool LOCAL>
 __global__ void __launch_bounds__(128, LOCAL ? 5 : 6)
