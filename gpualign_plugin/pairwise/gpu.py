@@ -171,6 +171,23 @@ class _FlagWatch:
         return self.reported
 
 
+@contextlib.contextmanager
+def _sweep_progress(flags, batches: int, strip: int, height: int, width: int, progress, device: int):
+    """Around one synchronous sweep launch of ``height x width`` cells: ``progress`` (or None)
+    hears of them while the sweep runs, from its ready flags (:class:`_FlagWatch`, for sweeps of
+    at least :data:`POLL_CELLS`), and of the rest once it has ended without an error."""
+    cells = height * width
+    watch = None
+    if progress is not None and cells >= POLL_CELLS:
+        watch = _FlagWatch(flags, batches, strip, height, width, progress, device)
+    try:
+        yield
+    finally:
+        reported = watch.stop() if watch is not None else 0
+    if progress is not None and cells > reported:
+        progress(cells - reported)
+
+
 def column0(rows: np.ndarray, mode: str, gap_open: int, gap_extend: int) -> np.ndarray:
     """``H(i, 0)`` (``int32``) for the 1-based rows ``rows`` in ``mode``: 0 in local mode, else the
     cost of a gap of ``i``."""
@@ -317,17 +334,10 @@ class _Sweep:
                 dir_bytes if dir_bytes is not None else null,
                 prune_best if prune else null, pruned if prune else null, i32(self.max_sub),
                 struct if struct is not None else null, i32(goal is not None))
-        watch = None
-        if progress is not None and sync and height * width >= POLL_CELLS:
-            watch = _FlagWatch(flags, batches, strip, height, width, progress, self.device)
-        try:
+        with _sweep_progress(flags, batches, strip, height, width, progress if sync else None, self.device):
             kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, shared,
                            f"rectangle {height} x {width} at ({r0}, {c0}), {strips} strips of {strip} rows",
                            sync)
-        finally:
-            reported = watch.stop() if watch is not None else 0
-        if progress is not None and sync and height * width > reported:
-            progress(height * width - reported)
         if goal is not None:
             self.goal_pruned_cells += int(pruned.get()[0])
         elif prune:
@@ -766,16 +776,9 @@ def _score_packed(query: np.ndarray, target: np.ndarray, scheme: ScoringScheme, 
                 cp.asarray(left_h), cp.empty(4 * n, dtype=cp.int32), flags, cp.zeros(1, dtype=cp.int32),
                 i32(doubles), last if last is not None else null, i32(m), best if best is not None else null,
                 cp.zeros(1, dtype=cp.int32) if local else null)
-        watch = None
-        if progress is not None and m * n >= POLL_CELLS:
-            watch = _FlagWatch(flags, batches, PACKED_ROWS, m, n, progress, device)
-        try:
+        with _sweep_progress(flags, batches, PACKED_ROWS, m, n, progress, device):
             kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, WARPS_PER_BLOCK * PACKED_SHARED_PER_WARP,
                            f"pair {m} x {n}, {doubles} double strips of {PACKED_ROWS} rows")
-        finally:
-            reported = watch.stop() if watch is not None else 0
-        if progress is not None and m * n > reported:
-            progress(m * n - reported)
         if local:
             return local_end_cells(best.get().reshape(-1, 3).astype(np.int64), np.array([doubles]))[0]
         row = last.get().astype(np.int64)

@@ -2,7 +2,8 @@
 their budget, a too-small budget names the smallest that works, and the memory formula adds up
 the arrays the engine allocates), the end-cell rule over the score kernels' strips, and the
 column slabs of a pair split over devices (their bounds, and the host record of the kernel's
-``SlabLink`` field for field), and the refusal of schemes outside the kernels' int8 profiles.
+``SlabLink`` field for field), the refusal of schemes outside the kernels' int8 profiles, and
+the sweeps' progress report where no thread watches their flags.
 
 No GPU is needed: :func:`gpualign_plugin.pairwise.gpu.plan_memory` is plain arithmetic
 (the multiprocessor count is an argument; 132 is an H200's, 114 an H100's), and
@@ -245,3 +246,19 @@ def test_the_packed_sweep_is_chosen_only_with_dpx(monkeypatch, capability):
     scheme = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
     for mode in ("local", "global", "semiglobal"):
         assert gpu.score_kernel(1000, scheme, mode) == "striped"
+
+
+def test_a_sweep_below_the_polling_size_reports_its_cells_once_it_has_ended():
+    # Both sweeps (striped and packed) report progress through gpu._sweep_progress. Below
+    # POLL_CELLS no thread watches the flags (the watched case needs a GPU: test_pairwise_gpu.py
+    # and test_pairwise_packed.py): all cells are reported after a launch, none after a failed one.
+    heard = []
+    with gpu._sweep_progress(None, 4, 512, 1000, 120, heard.append, 0):
+        assert heard == []
+    assert heard == [120_000]
+    with pytest.raises(RuntimeError, match="launch failed"):
+        with gpu._sweep_progress(None, 4, 512, 1000, 120, heard.append, 0):
+            raise RuntimeError("launch failed")
+    assert heard == [120_000]
+    with gpu._sweep_progress(None, 4, 512, 1000, 120, None, 0):
+        pass
