@@ -10,6 +10,7 @@ checkpoints, chunk re-solves, host traceback). Run it on a GPU machine with
 from __future__ import annotations
 
 import sys
+import time
 
 from gpualign_plugin.cli.bench import _time, parse_size, related_pair
 from gpualign_plugin.scoring import ScoringScheme
@@ -77,6 +78,16 @@ def variant_rows(sizes=((100_000, 100_000), (1_000_000, 1_000_000)), repeat: int
             lambda: pairwise.align_pair(query, target, SCHEME, "local", device, profile=profile), repeat)
         phases = ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in profile.items())
         add("align (default)", (m, n), seconds, f"score {result.score}; {phases}")
+        # The same plan with the striped score pass (checkpoints from striped.cu), for comparison.
+        plan = pairwise.MemoryPlan(tuple(profile["intervals"]), profile["window"], profile["planned_bytes"], 0.0,
+                                   tuple(profile["rows_per_lane"]))
+        striped: dict = {}
+        seconds, other = _time(lambda: pairwise._align_planned(query, target, SCHEME, "local", [device], plan,
+                                                               time.perf_counter(), striped, packed=False), repeat)
+        add("align, striped score pass", (m, n), seconds,
+            f"score {other.score}; same alignment: {'yes' if other == result else 'NO'}; "
+            f"score_pass_s {striped['score_pass_s']:.3f}, traceback_s {striped['traceback_s']:.3f}, "
+            f"pruned_cells {striped['pruned_cells']}")
     return rows
 
 

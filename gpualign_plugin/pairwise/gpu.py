@@ -462,15 +462,24 @@ class _Slabs:
     :data:`MIN_SLAB_COLUMNS`). With several slabs the devices run at once, slab ``d + 1`` one
     strip behind slab ``d`` (:class:`_SlabLink`); a device named twice runs its slabs one after
     the other. The results are those of one sweep over the whole matrix; ``slab_seconds`` holds
-    each slab's sweep time of the last :meth:`score_pass`."""
+    each slab's sweep time of the last :meth:`score_pass`.
+
+    ``packed``: a score pass that writes checkpoints runs the packed sweep (one slab, every
+    :func:`packs_checkpoints`); None takes it where :func:`score_kernel` would for a score."""
 
     def __init__(self, query, target, scheme: ScoringScheme, mode: str, devices, prune: bool,
-                 compute_capability=None):
+                 compute_capability=None, packed: bool | None = None):
         import cupy
 
         self.cupy = cupy
+        self.scheme = scheme
         self.m, self.n, self.mode = len(query), len(target), mode
         self.devices, self.bounds = slab_layout(self.m, self.n, devices, mode, prune)
+        if packed is None:
+            packed = compute_capability is None and len(self.devices) == 1 and \
+                score_kernel(self.m, scheme, mode, self.devices[0], None, prune) == "packed16"
+        self.packed = packed and len(self.devices) == 1
+        self.kernel = "striped"
         self.slab_seconds = [0.0] * len(self.devices)
         self.sweeps = []
         for device in self.devices:
@@ -484,9 +493,10 @@ class _Slabs:
         return sum(s.pruned_cells for s in self.sweeps)
 
     def profile(self) -> dict:
-        """``pruned_cells`` and ``slabs``; with several slabs also their ``slab_bounds`` (columns),
+        """``pruned_cells``, ``slabs`` and ``kernel`` (the last score pass's sweep, ``'packed16'`` or
+        ``'striped'``); with several slabs also their ``slab_bounds`` (columns),
         ``slab_pruned_cells`` and ``slab_seconds`` (each slab's sweep, waits included)."""
-        profile = {"pruned_cells": self.pruned_cells, "slabs": len(self.sweeps)}
+        profile = {"pruned_cells": self.pruned_cells, "slabs": len(self.sweeps), "kernel": self.kernel}
         if len(self.sweeps) > 1:
             profile.update(slab_bounds=self.bounds, slab_pruned_cells=[s.pruned_cells for s in self.sweeps],
                            slab_seconds=[round(x, 3) for x in self.slab_seconds])
@@ -511,6 +521,15 @@ class _Slabs:
         """Sweep every slab (with the level-0 checkpoints of ``regions`` when they have them) and
         return the end cell; afterwards the regions of slabs 1.. hold their left column."""
         cp = self.cupy
+        if self.packed and regions[0].row_ckpt is not None and packs_checkpoints(regions[0].every):
+            sweep = self.sweeps[0]
+            started = time.perf_counter()
+            self.kernel = "packed16"
+            end = _score_packed(sweep.query, sweep.target, self.scheme, self.mode, sweep.device, progress,
+                                regions[0])
+            self.slab_seconds[0] = time.perf_counter() - started
+            return end
+        self.kernel = "striped"
         strip = 32 * rows
         strips = -(-self.m // strip)
         slabs = len(self.sweeps)
@@ -671,11 +690,11 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
         if profile is not None:
             profile.update(pruned_cells=0, slabs=1, kernel="packed16")
         return end
-    slabs = _Slabs(query, target, scheme, mode, devices or [device], prune, compute_capability)
+    slabs = _Slabs(query, target, scheme, mode, devices or [device], prune, compute_capability, packed=False)
     rows = rows or _rows_per_lane(m, slabs.multiprocessors)
     end = slabs.score_pass(rows, slabs.top_regions(), prune, progress)
     if profile is not None:
-        profile.update(slabs.profile(), kernel="striped")
+        profile.update(slabs.profile())
     return end
 
 
@@ -727,55 +746,75 @@ def packed_table(scheme: ScoringScheme) -> np.ndarray | None:
     return table
 
 
-def _packed_kernel(local: bool, device: int):
-    """``(name, kernel)`` of the packed sweep, asking for all of L1 as shared memory so that the
+def _packed_kernel(local: bool, device: int, checkpoints: bool = False):
+    """``(name, kernel)`` of the packed sweep (``checkpoints``: the instance that also writes an
+    alignment's row and column checkpoints), asking for all of L1 as shared memory so that the
     shared memory of the blocks its registers allow per multiprocessor (six, or five for a local
     sweep) never caps them."""
-    name = f"packed16_sweep<{'true' if local else 'false'}>"
+    name = f"packed16_sweep<{'true' if local else 'false'},{'true' if checkpoints else 'false'}>"
     kernel = kernels.get_kernel(device, _PACKED_SOURCE, name)
     kernel.preferred_shared_memory_carveout = 100
     return name, kernel
 
 
 @functools.lru_cache(maxsize=None)
-def _packed_warps(device: int, local: bool) -> int:
-    """Warps of the packed sweep (local, or global and semiglobal) resident on ``device`` at once
-    (the persistent grid)."""
-    _name, kernel = _packed_kernel(local, device)
+def _packed_warps(device: int, local: bool, checkpoints: bool = False) -> int:
+    """Warps of the packed sweep (local, or global and semiglobal; with or without checkpoints)
+    resident on ``device`` at once (the persistent grid)."""
+    _name, kernel = _packed_kernel(local, device, checkpoints)
     return WARPS_PER_BLOCK * kernels.resident_blocks(kernel, 32 * WARPS_PER_BLOCK,
                                                      WARPS_PER_BLOCK * PACKED_SHARED_PER_WARP, device)
 
 
+def packs_checkpoints(every: int) -> bool:
+    """Whether the packed sweep can write checkpoints every ``every`` rows and columns: a power of
+    two that is a multiple of :data:`PACKED_ROWS` (row checkpoints fall on double-strip edges)."""
+    return every > 0 and every % PACKED_ROWS == 0 and every & (every - 1) == 0
+
+
 def _score_packed(query: np.ndarray, target: np.ndarray, scheme: ScoringScheme, mode: str, device: int,
-                  progress=None) -> PairScore:
+                  progress=None, region: "_Region | None" = None) -> PairScore:
     """Score and end cell with the packed sweep (``scheme`` passes :func:`packed_table`; both
-    sequences non-empty ``uint8`` codes); ``progress`` as in :meth:`_Sweep.run`."""
+    sequences non-empty ``uint8`` codes); ``progress`` as in :meth:`_Sweep.run`.
+
+    ``region`` (the whole matrix with its row 0 and checkpoint arrays, as :class:`_Traceback`
+    shapes them, every ``region.every`` rows and columns, :func:`packs_checkpoints`): the sweep
+    also writes the row and column checkpoints there, the values the striped sweep's
+    ``SWEEP_CHECKPOINTS`` writes without pruning."""
     import cupy as cp
 
     m, n = len(query), len(target)
     local = mode == "local"
+    checkpoints = region is not None
     with cp.cuda.Device(device):
         doubles = -(-m // PACKED_ROWS)
         padded = doubles * PACKED_ROWS
         sentinel = PACKED_CLASSES - 1
-        rows = cp.full(padded, sentinel, dtype=cp.uint8)
-        rows[:m] = cp.minimum(cp.asarray(query), sentinel - 1)
-        columns = cp.minimum(cp.asarray(target), sentinel - 1).astype(cp.uint8)
+        classes = np.full(padded, sentinel, dtype=np.uint8)
+        classes[:m] = np.minimum(query, sentinel - 1)
+        rows = cp.asarray(classes)
+        columns = cp.asarray(np.minimum(target, sentinel - 1).astype(np.uint8))
         gaps = (mode, scheme.gap_open, scheme.gap_extend)
         left_h = np.concatenate(([0], column0(np.arange(1, padded + 1), *gaps))).astype(np.int32)
         batches = -(-n // 32)
         flags = cp.full(2 * batches, -1, dtype=cp.int32)
         best = cp.zeros(3 * doubles, dtype=cp.int32) if local else None
         last = None if local else cp.zeros(n + 1, dtype=cp.int32)
-        name, kernel = _packed_kernel(local, device)
-        grid = max(1, min(-(-doubles // WARPS_PER_BLOCK), _packed_warps(device, local) // WARPS_PER_BLOCK))
+        name, kernel = _packed_kernel(local, device, checkpoints)
+        grid = max(1, min(-(-doubles // WARPS_PER_BLOCK), _packed_warps(device, local, checkpoints) // WARPS_PER_BLOCK))
         null, i32 = np.uint64(0), np.int32
+        if checkpoints:
+            top_h, top_f = cp.ascontiguousarray(region.top_h), cp.ascontiguousarray(region.top_f)
+            row_ckpt, col_ckpt = region.row_ckpt, region.col_ckpt
+            ckpt_args = (row_ckpt, i32(row_ckpt.shape[0]), col_ckpt, i32(col_ckpt.shape[1]), i32(region.every))
+        else:
+            top_h, top_f = cp.asarray(row0(np.arange(n + 1), *gaps)), cp.full(n + 1, NEG_INF, dtype=cp.int32)
+            ckpt_args = (null, i32(0), null, i32(0), i32(PACKED_ROWS))
         args = (rows, columns, cp.asarray(packed_table(scheme).ravel()), i32(m), i32(n),
-                i32(scheme.gap_open + scheme.gap_extend), i32(scheme.gap_extend),
-                cp.asarray(row0(np.arange(n + 1), *gaps)), cp.full(n + 1, NEG_INF, dtype=cp.int32),
+                i32(scheme.gap_open + scheme.gap_extend), i32(scheme.gap_extend), top_h, top_f,
                 cp.asarray(left_h), cp.empty(4 * n, dtype=cp.int32), flags, cp.zeros(1, dtype=cp.int32),
                 i32(doubles), last if last is not None else null, i32(m), best if best is not None else null,
-                cp.zeros(1, dtype=cp.int32) if local else null)
+                cp.zeros(1, dtype=cp.int32) if local else null, *ckpt_args)
         with _sweep_progress(flags, batches, PACKED_ROWS, m, n, progress, device):
             kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, WARPS_PER_BLOCK * PACKED_SHARED_PER_WARP,
                            f"pair {m} x {n}, {doubles} double strips of {PACKED_ROWS} rows")
@@ -1028,6 +1067,19 @@ def _run_bytes(height: int, width: int, strip: int, best: bool = False, last: bo
     return total
 
 
+def _packed_run_bytes(height: int, width: int, local: bool) -> int:
+    """GPU bytes :func:`_score_packed` allocates for a ``height x width`` matrix given its row 0:
+    letter classes of the padded rows and of the columns, the table, column 0 (``4`` bytes a
+    padded row), two hand-over rows (``16`` bytes a column), ready flags, the ticket, and the
+    per-double-strip best cells and best score (local) or the last row."""
+    padded = _pad(height, PACKED_ROWS)
+    total = (_alloc(padded) + _alloc(width) + _alloc(PACKED_CLASSES ** 2) + _alloc(4 * (padded + 1))
+             + _alloc(16 * width) + _alloc(8 * -(-width // 32)) + _alloc(4))
+    if local:
+        return total + _alloc(12 * (padded // PACKED_ROWS)) + _alloc(4)
+    return total + _alloc(4 * (width + 1))
+
+
 def _checkpoint_shapes(height: int, width: int, every: int, strip: int) -> tuple[tuple, tuple]:
     """Shapes (int32) of the row and column checkpoints of a ``height x width`` rectangle.
 
@@ -1081,8 +1133,9 @@ def _level_cost(h: int, w: int, every: int, multiprocessors: int, top: bool, loc
     strip = 32 * rows
     row_shape, col_shape = _checkpoint_shapes(h, w, every, strip)
     persistent = _alloc(4 * row_shape[0] * row_shape[1] * 2) + _alloc(4 * col_shape[0] * col_shape[1] * 2)
-    if top:
-        return persistent, _run_bytes(h, w, strip, best=local, last=not local), _sweep_seconds(h, w, strip), rows
+    if top:  # the striped sweep or the packed one (_Slabs.score_pass)
+        swept = max(_run_bytes(h, w, strip, best=local, last=not local), _packed_run_bytes(h, w, local))
+        return persistent, swept, _sweep_seconds(h, w, strip), rows
     # A deeper region also holds its own top row and left column (contiguous copies).
     persistent += 2 * _alloc(4 * (w + 1)) + 2 * _alloc(4 * h)
     return persistent, _run_bytes(h, w, strip), _sweep_seconds(h, w, strip) + LAUNCH_SECONDS, rows
@@ -1678,13 +1731,13 @@ class _Pass:
     """
 
     def __init__(self, query, target, scheme, mode, devices, plan: MemoryPlan, started: float,
-                 progress=None, prune: bool = True):
+                 progress=None, prune: bool = True, packed: bool | None = None):
         import cupy
 
         warm_walk()
         self.plan = plan
         self.query, self.target, self.scheme = query, target, scheme
-        self.slabs = slabs = _Slabs(query, target, scheme, mode, devices, prune)
+        self.slabs = slabs = _Slabs(query, target, scheme, mode, devices, prune, packed=packed)
         self.timing = {"region_sweeps": 0, "region_s": 0.0, "region_cells": 0, "region_pruned_cells": 0, "windows": 0,
                        "chunks_solved": 0, "chunk_cells": 0, "chunks_traced": 0, "solve_s": 0.0,
                        "copy_s": 0.0, "trace_s": 0.0}
@@ -1736,9 +1789,10 @@ class _Pass:
 
 
 def _align_planned(query, target, scheme, mode, devices, plan: MemoryPlan, started: float, profile,
-                   progress=None, prune: bool = True):
-    """:func:`align_pair` on ``devices`` under ``plan``; fills ``profile`` when given."""
-    return _Pass(query, target, scheme, mode, devices, plan, started, progress, prune).finish(profile)
+                   progress=None, prune: bool = True, packed: bool | None = None):
+    """:func:`align_pair` on ``devices`` under ``plan``; fills ``profile`` when given; ``packed``
+    as in :class:`_Slabs` (tests and benchmarks force the striped score pass with False)."""
+    return _Pass(query, target, scheme, mode, devices, plan, started, progress, prune, packed).finish(profile)
 
 
 class LongPairSession:

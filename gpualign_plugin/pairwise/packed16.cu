@@ -20,6 +20,11 @@
 // the diagonal term, max(HO(i-1, j-1) + s + o + e, 0) in one add-max; H = max(that, E, F) is then
 // max(diagonal, E, F, 0).
 //
+// Checkpoints (the alignment's score pass, CKPT): at rows q * every (double strip boundaries) the
+// hand-over row also goes to the row checkpoints as (H, F), and at columns p * every each lane
+// writes its real rows as (H, E), the layout of striped.cu's SWEEP_CHECKPOINTS; every is a power
+// of two and a multiple of ROWS. All three values are exact: no cell is pruned here.
+//
 // Columns before the first and after the last take a sentinel letter that scores -128 against
 // every row (and padding rows score -128 against every letter): the sweep runs without bounds
 // checks. Before column 1 the recurrences then keep each row at its column-0 values (H(i, 0); E and
@@ -92,6 +97,11 @@ struct Args {
     int last_row;
     int* best;          // per double strip (score, row, column) of the best cell (local), or null
     int* best_seen;     // the best score any warp has found so far (local; 0 initially)
+    int2* row_ckpt;     // (H, F) at rows q * every, q = 1..num_row_ckpt, columns 0..width (CKPT)
+    int num_row_ckpt;
+    int2* col_ckpt;     // (H, E) at columns p * every, p = 1.., rows 0.. (col_stride per column; CKPT)
+    int col_stride;
+    int every;          // checkpoint interval (CKPT): a power of two, a multiple of ROWS
 };
 
 // The first of the R values of a snapshot (16 bits each, two per word) that is their maximum.
@@ -109,7 +119,7 @@ __device__ __forceinline__ int first_max_row(const uint4* snapshot) {
     return first;
 }
 
-template <bool LOCAL, bool LAST>
+template <bool LOCAL, bool LAST, bool CKPT>
 __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed char* prof,
                                              unsigned char* letters, unsigned* out_ring,
                                              int* base_ring, uint4* snapshot) {
@@ -161,6 +171,9 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
     const int* flag_in = a.flags + ((d + 1) & 1) * batches;
     int* flag_out = a.flags + (d & 1) * batches;
     const bool hand_over = d + 1 < a.num_doubles;
+    int2* row_ckpt_out = nullptr;
+    if (CKPT && hand_over && ((d + 1) * ROWS) % a.every == 0 && ((d + 1) * ROWS) / a.every <= a.num_row_ckpt)
+        row_ckpt_out = a.row_ckpt + (size_t)(((d + 1) * ROWS) / a.every - 1) * (width + 1);
 
     // Column maxima of HO at or above the threshold may hold a new best cell. A cell scoring below
     // a score already reached anywhere cannot be the end cell, so the threshold starts there: ties
@@ -238,7 +251,9 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
         if (col <= width) {
             const unsigned w = out_ring[col & (OUT - 1)];
             const int base = base_ring[((col + 62) >> 5) & (BASES - 1)] - BIAS;
-            slot_out[col - 1] = make_int2(low(w) + base + oe, high(w) + base);
+            const int2 v = make_int2(low(w) + base + oe, high(w) + base);
+            slot_out[col - 1] = v;
+            if (CKPT && row_ckpt_out != nullptr) row_ckpt_out[col] = v;
         }
         __threadfence();
         __syncwarp();
@@ -322,6 +337,21 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
                 thr = threshold();
             }
         }
+        // A column checkpoint in this step: strip A's column j or strip B's j - 32 is a multiple
+        // of every (at most one lane of the warp has either).
+        if (CKPT && (j & (a.every - 1) & ~32) == 0) {
+            const bool hi = (j & 32) != 0;
+            const int col = hi ? j - 32 : j, first = hi ? row_hi : row_lo;
+            if (col > 0 && col < width) {
+                int2* out = a.col_ckpt + (size_t)(col / a.every - 1) * a.col_stride + first + 1;
+                const int base = (hi ? base_hi : base_lo) - BIAS, shift = hi ? 16 : 0;
+#pragma unroll
+                for (int r = 0; r < R; ++r)
+                    if (first + r < a.height)
+                        out[r] = make_int2((int)((HO[r] >> shift) & 0xffffu) + base + oe,
+                                           (int)((E[r] >> shift) & 0xffffu) + base);
+            }
+        }
         if (LAST && owns_last) {
             unsigned v = HO[0];
 #pragma unroll
@@ -370,15 +400,19 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
 // Six blocks per multiprocessor (at most 80 registers) for global and semiglobal sweeps; five (at
 // most 96) for local ones, whose best-cell branch otherwise spills: a new best is found at every row of an
 // alignment, in the warps that set the pace of all below them (docs/GPU.md).
-template <bool LOCAL>
+// CKPT: also the row and column checkpoints of an alignment's score pass.
+template <bool LOCAL, bool CKPT>
 __global__ void __launch_bounds__(128, LOCAL ? 5 : 6)
 packed16_sweep(const unsigned char* query, const unsigned char* target, const signed char* table,
                int height, int width, int gap_oe, int gap_e, const int* top_h, const int* top_f,
                const int* left_h, int2* slots, int* flags, int* ticket, int num_doubles,
-               int* last_row_h, int last_row, int* best, int* best_seen) {
+               int* last_row_h, int last_row, int* best, int* best_seen, int2* row_ckpt,
+               int num_row_ckpt, int2* col_ckpt, int col_stride, int every) {
     using namespace packed16;
-    const Args a{query, target, table, height, width, gap_oe, gap_e, top_h, top_f, left_h,
-                 slots, flags, num_doubles, last_row_h, last_row, best, best_seen};
+    const Args a{query,     target,    table,      height,     width,    gap_oe,       gap_e,
+                 top_h,     top_f,     left_h,     slots,      flags,    num_doubles,  last_row_h,
+                 last_row,  best,      best_seen,  row_ckpt,   num_row_ckpt, col_ckpt, col_stride,
+                 every};
     // Per warp: the profile, the letter ring, lane 31's output ring and its bases, and each lane's
     // snapshot (16-byte aligned: the sizes before it are multiples of 16).
     extern __shared__ __align__(16) unsigned char packed16_shared[];
@@ -397,8 +431,8 @@ packed16_sweep(const unsigned char* query, const unsigned char* target, const si
         if (lane == 0) d = atomicAdd(ticket, 1);
         d = __shfl_sync(FULL_MASK, d, 0);
         if (d >= num_doubles) break;
-        if (LOCAL) sweep_double<true, false>(a, d, prof, letters, out_ring, base_ring, snapshot);
-        else if (d == last_double) sweep_double<false, true>(a, d, prof, letters, out_ring, base_ring, snapshot);
-        else sweep_double<false, false>(a, d, prof, letters, out_ring, base_ring, snapshot);
+        if (LOCAL) sweep_double<true, false, CKPT>(a, d, prof, letters, out_ring, base_ring, snapshot);
+        else if (d == last_double) sweep_double<false, true, CKPT>(a, d, prof, letters, out_ring, base_ring, snapshot);
+        else sweep_double<false, false, CKPT>(a, d, prof, letters, out_ring, base_ring, snapshot);
     }
 }

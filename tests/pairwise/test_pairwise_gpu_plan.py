@@ -86,7 +86,11 @@ def test_formula_is_the_sum_of_the_arrays_the_engine_allocates():
         return (pool(pad(h, s)) + 2 * pool(4 * pad(h, s)) + pool(16 * w) + pool(8 * -(-w // 32)) + pool(4)
                 + (pool(12 * pad(h, s) // s) if best else 0))
 
-    transient = max(sweep(m, n, 32 * r0, best=True), sweep(2048, 2048, 32 * r1))
+    # The packed sweep's: letter classes of 10 double strips of 1024 rows and of the columns, the
+    # 6 x 6 table, column 0, hand-over rows, flags, ticket, best cells and best score.
+    packed = (pool(10240) + pool(n) + pool(36) + pool(4 * 10241) + pool(16 * n) + pool(8 * -(-n // 32)) + pool(4)
+              + pool(12 * 10) + pool(4))
+    transient = max(sweep(m, n, 32 * r0, best=True), packed, sweep(2048, 2048, 32 * r1))
     leaf = window * window * (sweep(256, 256, 64) + 2 * pool(4 * 257))
     assert plan.bytes == sequences + level0 + level1 + leaf_dirs + transient + leaf
 

@@ -5,10 +5,14 @@ Which schemes it takes is checked on any machine; everything else needs a GPU (m
 The GPU cases cross the kernel's edges: double strips of 1,024 rows (and strips of 512 inside
 them), batches of 32 columns, padding rows, ambiguity codes, runs of N, equal-score repeats,
 and scores far outside 16 bits (long identical pairs, very negative global scores), in all three
-modes and every DNA scheme of the CPU tests.
+modes and every DNA scheme of the CPU tests. An alignment's score pass with the packed sweep
+writes the checkpoints its traceback starts from: the alignments are the CPU's and those of the
+striped score pass.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +20,7 @@ from test_pairwise_cpu import DNA_SCHEMES, random_text, related_text
 
 from gpualign_plugin.cli.bench import related_pair
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.model import PairScore
+from gpualign_plugin.model import Cigar, PairAlignment, PairScore, score_cigar
 from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.scoring import DNA, ScoringScheme
 
@@ -179,3 +183,77 @@ def test_progress_of_a_long_packed_sweep_comes_while_it_runs(monkeypatch):
     got = pairwise._score(q, t, BENCH_SCHEME, "local", 0, progress=reports.append, packed=True)
     assert got == pairwise._score(q, t, BENCH_SCHEME, "local", 0, packed=True)
     assert sum(reports) == len(q) * len(t) and min(reports) > 0 and len(reports) >= 3
+
+
+def aligned_both_ways(q, t, scheme, mode, intervals):
+    """The GPU alignment with the packed score pass (checked to run) and with the striped one."""
+    pairwise = gpu()
+    profile: dict = {}
+    got = pairwise.align_pair(q, t, scheme, mode, intervals=intervals, profile=profile)
+    assert profile["kernel"] == "packed16", intervals
+    plan = pairwise.plan_memory(len(q), len(t), 2**30, pairwise.probe(0).multiprocessors, mode == "local",
+                                scheme.alphabet.size, intervals)
+    striped: dict = {}
+    assert got == pairwise._align_planned(q, t, scheme, mode, [0], plan, time.perf_counter(), striped, packed=False)
+    assert striped["kernel"] == "striped"
+    return got
+
+
+def checkpoint_cases(seed):
+    """(query, target) pairs crossing many checkpoint rows and columns: related, ambiguous, long
+    and wide, with lengths on and off the double strips' and checkpoints' edges."""
+    rng = np.random.default_rng(seed)
+    scheme = DNA_SCHEMES[0]
+    out = []
+    for m, n in [(5000, 4700), (4096, 4096), (3073, 9000), (9000, 2100), (2049, 2049)]:
+        q = DNA.encode(random_text(rng, scheme, m))
+        t = DNA.encode(related_text(rng, scheme, DNA.decode(q)))[:n]
+        if len(t) < n:
+            t = np.concatenate([DNA.encode(random_text(rng, scheme, n - len(t))), t])
+        out.append((with_ambiguity(rng, q), with_ambiguity(rng, t)))
+    out.append((DNA.encode(random_text(rng, scheme, 3000)), DNA.encode(random_text(rng, scheme, 3500))))
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("intervals", [(1024,), (2048,), (1024, 256)], ids=str)
+def test_the_packed_score_pass_writes_the_checkpoints_of_the_cpu_alignment(mode, intervals):
+    scheme = BENCH_SCHEME if intervals == (2048,) else DNA_SCHEMES[0]
+    for q, t in checkpoint_cases(len(mode) + intervals[-1]):
+        got = aligned_both_ways(q, t, scheme, mode, intervals)
+        assert got == cpu.align_pair(q, t, scheme, mode), (len(q), len(t))
+        assert score_cigar(got.cigar, q[got.query_start:got.query_end], t[got.target_start:got.target_end],
+                           scheme) == got.score
+
+
+@pytest.mark.gpu
+def test_packed_checkpoints_hold_scores_far_outside_16_bits():
+    # Checkpoint values of 40,000 (local, identical) and near -(5 + 2 * 27,000) (global, a short
+    # query in a long target) are written from 16-bit values relative to moving bases.
+    rng = np.random.default_rng(8)
+    scheme = DNA_SCHEMES[0]
+    q = rng.integers(0, 4, 20_000, dtype=np.uint8)
+    got = aligned_both_ways(q, q, scheme, "local", (4096,))
+    assert got == PairAlignment(40_000, 0, 20_000, 0, 20_000, Cigar(((20_000, "="),)))
+    short = rng.integers(0, 4, 3_000, dtype=np.uint8)
+    target = np.concatenate([rng.integers(0, 4, 12_000, dtype=np.uint8), short,
+                             rng.integers(0, 4, 15_000, dtype=np.uint8)])
+    for mode in ("global", "semiglobal"):
+        got = aligned_both_ways(short, target, scheme, mode, (1024,))
+        assert got == cpu.align_pair(short, target, scheme, mode)
+
+
+@pytest.mark.gpu
+def test_intervals_the_packed_sweep_cannot_checkpoint_stay_striped():
+    q, t = related_pair(6_000, 6_000, 0.02, 6)
+    for intervals in [(3072,), (512,), (192,)]:
+        profile: dict = {}
+        got = gpu().align_pair(q, t, BENCH_SCHEME, "local", intervals=intervals, profile=profile)
+        assert profile["kernel"] == "striped"
+        assert got == cpu.align_pair(q, t, BENCH_SCHEME, "local")
+
+
+def test_checkpoint_intervals_of_the_packed_sweep():
+    assert [gpu().packs_checkpoints(e) for e in (1024, 2048, 4096, 1 << 20)] == [True] * 4
+    assert [gpu().packs_checkpoints(e) for e in (0, 64, 512, 3072, 1536)] == [False] * 5
