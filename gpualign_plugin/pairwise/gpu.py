@@ -268,8 +268,9 @@ class _Sweep:
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
         ``c0..c0+width``); ``left_h``/``left_e``: device int32, ``height`` values of column ``c0``.
-        Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked); the
-        direction bytes go to ``dirs_out`` when given (a large enough uint8 device array).
+        Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked); ``dirs``
+        holds four bits a cell, two cells a byte (:func:`_trace_chunk`'s layout), and goes to
+        ``dirs_out`` when given (a large enough uint8 device array).
         Runs on the current stream; without ``sync`` it returns before the kernel finishes.
         ``progress`` (with ``sync`` only) is called with cells done, ``height * width`` in
         all: while a sweep of at least :data:`POLL_CELLS` runs, as :class:`_FlagWatch` sees
@@ -313,7 +314,7 @@ class _Sweep:
         last = cp.empty(width + 1, dtype=cp.int32) if last_row else None
         dir_bytes = None
         if dirs:
-            size = strips * (width + 31) * strip
+            size = strips * (width + 31) * strip // 2
             dir_bytes = dirs_out[:size] if dirs_out is not None else cp.empty(size, dtype=cp.uint8)
         kind = SWEEP_DIRECTIONS if dirs else (SWEEP_CHECKPOINTS if row_ckpt is not None else SWEEP_SCORE)
         name, kernel = self.kernel(rows, kind)
@@ -1146,7 +1147,7 @@ def _leaf_cost(m: int, n: int, h: int, w: int, leaf: int, window: int):
     """``(persistent bytes, transient bytes, seconds)`` of the chunk re-solves in regions of ``h x w``."""
     ch, cw = min(leaf, h), min(leaf, w)
     wa, wb = min(window, -(-h // leaf)), min(window, -(-w // leaf))
-    chunk = _pad(ch, 32 * CHUNK_ROWS_PER_LANE) * (cw + 31)
+    chunk = _pad(ch, 32 * CHUNK_ROWS_PER_LANE) * (cw + 31) // 2
     transient = wa * wb * _run_bytes(ch, cw, 32 * CHUNK_ROWS_PER_LANE, top_copies=True)
     crossed = -(-m // leaf) + -(-n // leaf)
     windows = -(-max(m, n) // (leaf * min(wa, wb)))
@@ -1568,7 +1569,7 @@ class _Traceback:
         self.wa = min(plan.window, -(-h // leaf))
         self.wb = min(plan.window, -(-w // leaf))
         strip = 32 * CHUNK_ROWS_PER_LANE
-        self.chunk_bytes = _pad(min(leaf, h), strip) * (min(leaf, w) + 31)
+        self.chunk_bytes = _pad(min(leaf, h), strip) * (min(leaf, w) + 31) // 2
         self.dir_pool = cp.empty(self.wa * self.wb * self.chunk_bytes, dtype=cp.uint8)
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(self.wa * self.wb)]
         self.pinned = kernels.pinned_bytes(self.chunk_bytes)
@@ -1912,9 +1913,11 @@ class _Chunk:
 def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops, pos):
     """Follow the traceback rule inside the chunk of rows ``r0+1..``, columns ``c0+1..``.
 
-    ``dirs`` is the chunk's direction bytes in the sweep's layout
-    ``[strip][step][lane][rows]`` (cell ``(i, j)``: row ``i - r0 - 1`` of the chunk is
-    strip ``k``, lane ``t``, slot ``r``; its step is ``j - c0 - 1 + t``). Walks until
+    ``dirs`` is the chunk's directions in the sweep's layout, four bits a cell
+    ``[strip][step][lane][rows / 2 bytes]`` (cell ``(i, j)``: row ``i - r0 - 1`` of the chunk is
+    strip ``k``, lane ``t``, slot ``r``; its step is ``j - c0 - 1 + t``; slot ``r`` is the
+    low half of byte ``r // 2`` when ``r`` is even, the high half when odd). The bits are
+    those of a CPU direction byte. Walks until
     the path stops (returns ``done``) or leaves the chunk through its top or left
     edge. Row 0 and column 0 follow the boundary rules of ``mode`` (as the CPU
     engine's ``trace_band``).
@@ -1936,7 +1939,8 @@ def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops,
         k = li // strip
         t = (li - k * strip) // rows
         r = li - k * strip - t * rows
-        d = dirs[((k * steps + (j - c0 - 1 + t)) * 32 + t) * rows + r]
+        cell = ((k * steps + (j - c0 - 1 + t)) * 32 + t) * rows + r
+        d = (dirs[cell >> 1] >> (4 * (cell & 1))) & 15
         i, j, state, pos, done = direction_step(d, a, b, i, j, state, ops, pos)
         if done:
             return i, j, state, pos, True

@@ -10,8 +10,8 @@
 // argument does not depend on how many blocks are resident (see docs/GPU.md).
 //
 // The same kernel serves the scoring sweep (phase 1: optional row/column checkpoints, best cell,
-// last row) and the re-solve of one checkpointed chunk with direction bytes (phase 3).
-// Recurrences, boundaries and the direction-byte layout: docs/ALGORITHMS.md.
+// last row) and the re-solve of one checkpointed chunk with the four-bit directions of its cells (phase 3).
+// Recurrences, boundaries and the layout of the directions: docs/ALGORITHMS.md.
 //
 // Block pruning (local score passes that ask for it): a warp skips a batch of 32 steps when no
 // path through its cells can reach the best score already found anywhere in the sweep. Its cells
@@ -41,17 +41,17 @@ __device__ __forceinline__ void load_scores(const signed char* p, unsigned int (
     }
 }
 
-// Stores R direction bytes (packed in words) with one vector store.
+// Stores R four-bit directions (two a byte, packed in words: R / 2 bytes) with one vector store.
 template <int R>
-__device__ __forceinline__ void store_dirs(unsigned char* p, const unsigned int (&d)[(R + 3) / 4]) {
+__device__ __forceinline__ void store_dirs(unsigned char* p, const unsigned int (&d)[(R + 7) / 8]) {
     if constexpr (R == 16) {
-        *reinterpret_cast<uint4*>(p) = make_uint4(d[0], d[1], d[2], d[3]);
-    } else if constexpr (R == 8) {
         *reinterpret_cast<uint2*>(p) = make_uint2(d[0], d[1]);
-    } else if constexpr (R == 4) {
+    } else if constexpr (R == 8) {
         *reinterpret_cast<unsigned int*>(p) = d[0];
-    } else {
+    } else if constexpr (R == 4) {
         *reinterpret_cast<unsigned short*>(p) = (unsigned short)d[0];
+    } else {
+        *p = (unsigned char)d[0];
     }
 }
 
@@ -97,7 +97,8 @@ struct SweepArgs {
     int* last_row_h;              // H(last_row, j) for j = 1..width (index j), or null
     int last_row;
     int* best;                    // per strip (score, row, column) of the best cell (local), or null
-    unsigned char* dirs;          // direction bytes, layout [strip][step][lane][R], or null
+    unsigned char* dirs;          // directions, four bits a cell (row r of a lane in byte r / 2, low
+                                  // half first), layout [strip][step][lane][R / 2 bytes], or null
     int* prune_best;              // block pruning: the best score seen so far by any strip (0
                                   // initially), or null for no pruning (local sweeps only)
     unsigned long long* pruned;   // cells skipped by pruning, summed over strips
@@ -111,7 +112,7 @@ struct SweepArgs {
 // What a sweep produces besides the scores it hands on.
 #define SWEEP_SCORE 0        // the end cell: per-strip best cells (local) or the last row
 #define SWEEP_CHECKPOINTS 1  // the same, plus row and column checkpoints (alignment, phase 1)
-#define SWEEP_DIRECTIONS 2   // direction bytes of every cell (re-solving a chunk, phase 3)
+#define SWEEP_DIRECTIONS 2   // the four-bit directions of every cell (re-solving a chunk, phase 3)
 
 template <int R, bool LOCAL, int KIND>
 __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed char* prof,
@@ -194,7 +195,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     const int* flag_in = a.flags + ((k + 1) & 1) * batches;
     int* flag_out = a.flags + (k & 1) * batches;
     const size_t steps = (size_t)width + 31;
-    unsigned char* dir_base = DIRS ? a.dirs + (size_t)k * steps * S + lane * R : nullptr;
+    unsigned char* dir_base = DIRS ? a.dirs + (size_t)k * steps * (S / 2) + lane * (R / 2) : nullptr;
 
     // At step s0 (a multiple of 32): the next 32 target letters into the warp's 64-letter ring
     // (lane t reads column s - t + 1, at most 31 behind lane 0), and lane 0's input, the row above
@@ -257,9 +258,9 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             unsigned int w[WORDS];
             load_scores<R>(prof + ring[(j - 1) & 63] * S + lane * R, w);
             int hu = up_h, fu = up_f, hd = diag;
-            unsigned int dw[WORDS];
+            unsigned int dw[(R + 7) / 8];
 #pragma unroll
-            for (int x = 0; x < WORDS; ++x) dw[x] = 0;
+            for (int x = 0; x < (R + 7) / 8; ++x) dw[x] = 0;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 const int sc = (int)(signed char)(unsigned char)(w[r >> 2] >> (8 * (r & 3)));
@@ -270,7 +271,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
                 if (DIRS) {
                     unsigned int d = (LOCAL && h == 0) ? 0u : (h == dg ? 1u : (h == e ? 2u : 3u));
                     d |= (e == HO[r] ? 4u : 0u) | (f == hu ? 8u : 0u);
-                    dw[r >> 2] |= d << (8 * (r & 3));
+                    dw[r >> 3] |= d << (4 * (r & 7));
                 }
                 hd = HO[r];
                 HO[r] = h - oe;
@@ -282,7 +283,7 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             hb = hu;
             fb = fu;
             if (hand_over && lane == 31) out_ring[(j - 1) & 63] = make_int2(hb, fb);
-            if constexpr (DIRS) store_dirs<R>(dir_base + (size_t)s * S, dw);
+            if constexpr (DIRS) store_dirs<R>(dir_base + (size_t)s * (S / 2), dw);
             if constexpr (TRACK) {
                 // Best cell of the lane: this column's maximum, at its first row, when it beats
                 // (score desc, row asc) the best so far. Rows past the rectangle (padding of the

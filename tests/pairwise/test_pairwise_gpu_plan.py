@@ -80,7 +80,7 @@ def test_formula_is_the_sum_of_the_arrays_the_engine_allocates():
     level1 = (pool(8 * (2047 // 256) * 2049) + pool(8 * (2047 // 256) * (pad(2048, 32 * r1) + 1))
               + 2 * pool(4 * 2049) + 2 * pool(4 * 2048))
     window = min(plan.window, 8)
-    leaf_dirs = pool(window * window * 256 * (256 + 31))
+    leaf_dirs = pool(window * window * 256 * (256 + 31) // 2)  # four bits a cell
 
     def sweep(h, w, s, best=False):
         return (pool(pad(h, s)) + 2 * pool(4 * pad(h, s)) + pool(16 * w) + pool(8 * -(-w // 32)) + pool(4)

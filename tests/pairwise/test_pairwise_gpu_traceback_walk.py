@@ -1,7 +1,8 @@
 """The GPU engine's host walk over its sweep's direction-byte layout follows the CPU band walk exactly.
 
 Runs without a GPU: the direction bytes come from the CPU kernels and are laid out as the
-GPU sweep stores them (``[strip][step][lane][rows]``); both walks must emit the same path.
+GPU sweep stores them (``[strip][step][lane][rows]``, four bits a cell, two a byte); both walks
+must emit the same path.
 """
 
 import numpy as np
@@ -32,11 +33,13 @@ def sweep_layout(dirs, rows):
     strip = 32 * rows
     steps = (width - 1) + 31
     strips = max(1, -(-m // strip))
-    layout = np.zeros(strips * steps * 32 * rows, np.uint8)
+    layout = np.zeros(strips * steps * 32 * rows // 2, np.uint8)
     for li in range(m):
         k, t, r = li // strip, (li % strip) // rows, li % rows
         for lj in range(width - 1):
-            layout[((k * steps + (lj + t)) * 32 + t) * rows + r] = dirs[li, lj + 1]
+            cell = ((k * steps + (lj + t)) * 32 + t) * rows + r
+            assert dirs[li, lj + 1] < 16
+            layout[cell // 2] |= dirs[li, lj + 1] << (4 * (cell % 2))
     return layout, strip, steps
 
 
