@@ -1384,7 +1384,13 @@ def _device_budgets(devices, memory_budget: int | None) -> dict:
 @contextlib.contextmanager
 def _pool_limits(budgets: dict):
     """Limit CuPy's memory pool of each device in ``{device: bytes}`` to what it holds now plus
-    its budget, and give each its old limit back on leaving."""
+    its budget, and give each its old limit back on leaving.
+
+    The pool's cached free blocks are released first: CuPy counts them against the limit and
+    does not release them when an allocation would pass it, and blocks cached for one stream
+    cannot serve another's (the chunk re-solves run on streams of their own). Left cached, the
+    blocks an earlier alignment of the process freed took that much of the budget away (a
+    48 MiB placement after an unlimited one ran out at a 1 KiB allocation, 28 Nov 2026)."""
     import cupy
 
     pool = cupy.get_default_memory_pool()  # one pool per device, the current one's
@@ -1393,7 +1399,8 @@ def _pool_limits(budgets: dict):
         for d, budget in budgets.items():
             with cupy.cuda.Device(d):
                 old_limits[d] = pool.get_limit()
-                pool.set_limit(size=pool.used_bytes() + budget)
+                pool.free_all_blocks()
+                pool.set_limit(size=pool.total_bytes() + budget)
         yield
     finally:
         for d, limit in old_limits.items():

@@ -77,6 +77,21 @@ def test_small_budget_gives_the_unbounded_and_the_cpu_alignment(mode):
     assert peak.total <= budget
 
 
+def test_a_budget_holds_after_an_unlimited_alignment_left_its_blocks_cached():
+    # CuPy counts the pool's cached free blocks against its limit and does not release them when
+    # an allocation would pass it: the hundreds of MiB an unlimited alignment leaves cached must
+    # not eat a later alignment's budget (the chunk re-solves allocate on streams of their own).
+    import cupy
+
+    q, t = related_pair(40_000, 40_000, 0.02, 7)
+    expected = gpu().align_pair(q, t, SCHEME, "local")
+    pool = cupy.get_default_memory_pool()
+    assert pool.free_bytes() > 24 * MiB  # cached, not in use: more than the budget below
+    profile: dict = {}
+    assert gpu().align_pair(q, t, SCHEME, "local", memory_budget=24 * MiB, profile=profile) == expected
+    assert profile["planned_bytes"] <= 24 * MiB and pool.get_limit() == 0
+
+
 @pytest.mark.parametrize("mode", cpu.MODES)
 def test_forced_levels_on_random_pairs_equal_cpu(mode):
     # Three levels of checkpoints (1024, 256, 64) on pairs of a few thousand letters: paths cross
