@@ -11,6 +11,7 @@ import gzip
 import io
 import os
 import random
+import re
 import shutil
 import subprocess
 
@@ -817,3 +818,38 @@ def test_aligned_fasta_and_clustal_rows_with_one_record_id_are_named_by_their_so
     write_aligned_fasta(fasta, same)
     assert [line.split()[0] for line in fasta.getvalue().splitlines() if line.startswith(">")] == \
         [">x_1", ">x_2", ">x_3"]
+
+
+def _first_bad_name(names, good):
+    """The first of ``names`` that ``good`` refuses, or None: the per-name rule, as an oracle."""
+    return next((name for name in names if not good(name)), None)
+
+
+def _good_query_name(name):
+    return name != "*" and re.fullmatch(r"[!-?A-~]*", name) is not None and len(name) <= 254
+
+
+def _good_reference_name(name):
+    return re.fullmatch(r"[0-9A-Za-z!#$%&+./:;?@^_|~-][0-9A-Za-z!#$%&*+./:;=?@^_|~-]*", name) is not None
+
+
+_NAME_PIECES = ["r1", "chr2", "a*b", "x=y", "*", "=", "", "@r", "r@", "a b", "a\nb", "a,b", "é", "\t", "q" * 255,
+                "q" * 254, "ok.1", "|x|", "(x)"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_NAME_PIECES), max_size=12), st.integers(0, 3))
+def test_name_checks_refuse_the_first_name_the_sam_grammar_refuses(pieces, valid_before):
+    # The checks look at all names joined at once and fall back to one name at a time only
+    # when that finds something: whatever the mix, they must refuse exactly the first name the
+    # per-name rule refuses (names holding a newline included) and accept every other list.
+    names = [f"read{k}" for k in range(valid_before)] + pieces
+    for check, good in ((sam_module.check_query_names, _good_query_name),
+                        (sam_module.check_target_names, _good_reference_name)):
+        bad = _first_bad_name(names, good)
+        if bad is None:
+            check(iter(names), path="names.fa")
+        else:
+            with pytest.raises(InputError) as info:
+                check(iter(names), path="names.fa")
+            assert info.value.record == bad and info.value.path == "names.fa"
