@@ -42,6 +42,8 @@ from gpualign_plugin.scoring import NEG_INF
 
 LOCAL, GLOBAL, SEMIGLOBAL = 0, 1, 2
 """Mode codes used by the kernels."""
+MODE_CODES = {"local": LOCAL, "global": GLOBAL, "semiglobal": SEMIGLOBAL}
+"""The kernels' code of each mode, by the mode's name."""
 
 STATE_H, STATE_E, STATE_F = 0, 1, 2
 """Traceback states."""

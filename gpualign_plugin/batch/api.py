@@ -23,20 +23,19 @@ from gpualign_plugin.pairwise import api as pairwise
 from gpualign_plugin.scoring import ScoringScheme
 
 MODES = ("local", "global", "semiglobal")
-_MODE_CODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
 CPU_CHUNK_PAIRS = 4096
 """Pairs :func:`align_columns` hands the CPU kernel at once (paces the progress reports)."""
 
 
 def _check_batch(pairs: SequencePairs, scheme: ScoringScheme, mode: str) -> int:
     """The mode's kernel code, once the mode and the score range of the longest pair are checked."""
-    if mode not in _MODE_CODES:
+    if mode not in gotoh.MODE_CODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if len(pairs):
         # The bound grows with m + n: the pair with the largest sum is the one to check.
         k = int(np.argmax(pairs.query_lengths + pairs.target_lengths))
         scheme.check_score_range(int(pairs.query_lengths[k]), int(pairs.target_lengths[k]))
-    return _MODE_CODES[mode]
+    return gotoh.MODE_CODES[mode]
 
 
 def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:

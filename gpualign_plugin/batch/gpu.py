@@ -45,7 +45,6 @@ over 2^24 cells went to the long-pair engine with the limit at 2^24, aligned and
 MAX_ALPHABET = 32
 LAUNCH_PAIRS = 1 << 17
 """Most pairs in one launch (:func:`align_columns` overlaps the host's work with the next launch)."""
-_MODE_CODES = {"local": gotoh.LOCAL, "global": gotoh.GLOBAL, "semiglobal": gotoh.SEMIGLOBAL}
 
 
 def strip_shape(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +126,7 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, device
     count = len(pairs)
     if not count:
         return empty_columns()
-    mode_code = _MODE_CODES[mode]
+    mode_code = gotoh.MODE_CODES[mode]
     m, n = pairs.query_lengths, pairs.target_lengths
     if (m < 1).any() or (n < 1).any() or (m * n > MAX_PAIR_CELLS).any():
         raise ValueError("the batch GPU kernel takes pairs of 1 to MAX_PAIR_CELLS cells")

@@ -32,22 +32,17 @@ import numpy as np
 
 from gpualign_plugin import gotoh as kernels
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
+from gpualign_plugin.pairwise.modes import checked_pair
 from gpualign_plugin.scoring import ScoringScheme
 from gpualign_plugin.striped import striped_score
 from gpualign_plugin.traceback.checkpoint import Cursor, checkpointed_traceback
 
-MODES = ("local", "global", "semiglobal")
-_MODE_CODES = {"local": kernels.LOCAL, "global": kernels.GLOBAL, "semiglobal": kernels.SEMIGLOBAL}
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
 
 def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
-    if mode not in _MODE_CODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
-    t = np.ascontiguousarray(target_codes, dtype=np.uint8)
-    scheme.check_score_range(len(q), len(t))
-    return q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32), _MODE_CODES[mode]
+    q, t = checked_pair(query_codes, target_codes, scheme, mode)
+    return q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32), kernels.MODE_CODES[mode]
 
 
 STRIPED_MIN_CELLS = 10_000

@@ -51,15 +51,15 @@ import numpy as np
 from numba import njit
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.gotoh import STATE_H, boundary_step, cigar_from_ops, direction_step
+from gpualign_plugin.gotoh import LOCAL, MODE_CODES, STATE_H, boundary_step, cigar_from_ops, direction_step
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, RUN_OPS, PairAlignment, PairScore, path_scores
 from gpualign_plugin.pairwise import cpu
+from gpualign_plugin.pairwise.modes import checked_pair
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
 from gpualign_plugin.runtime.warm import load_in_background
 from gpualign_plugin.scoring import NEG_INF, ScoringScheme
 
-MODES = cpu.MODES
 WARPS_PER_BLOCK = 4
 RING_BYTES = 64 + 64 * 8
 """Shared memory per warp besides its query profile: the target-letter ring and the output ring."""
@@ -621,7 +621,7 @@ def _require_int8(scheme: ScoringScheme) -> None:
 
 def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
     """The CPU engine's checks and ``uint8`` arrays, plus the int8 bound of the GPU's query profile."""
-    query, target, _matrix, _mode_code = cpu._prepare(query_codes, target_codes, scheme, mode)
+    query, target = checked_pair(query_codes, target_codes, scheme, mode)
     _require_int8(scheme)
     return query, target
 
@@ -1583,7 +1583,7 @@ class _Traceback:
         self.ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
         self.pos = 0
         self.traced: _TracedScore | None = None  # set by the caller before a walk
-        self.mode_code = cpu._MODE_CODES[sweep.mode]
+        self.mode_code = MODE_CODES[sweep.mode]
 
     def checkpoints(self, level: int, region: _Region):
         """Views of level ``level``'s workspace shaped for ``region``, column 0 / row 0 filled in
@@ -1725,7 +1725,7 @@ def warm_walk() -> threading.Thread:
 def _warm_walk_args() -> tuple:
     """Arguments of a :func:`_trace_chunk` call that ends at once (cell (0, 0)), typed as the traceback's."""
     nothing = np.zeros(0, dtype=np.uint8)
-    return (nothing, 64, CHUNK_ROWS_PER_LANE, 0, 0, 0, nothing, nothing, cpu._MODE_CODES["local"], 0, 0,
+    return (nothing, 64, CHUNK_ROWS_PER_LANE, 0, 0, 0, nothing, nothing, LOCAL, 0, 0,
             STATE_H, np.zeros(1, dtype=np.uint8), 0)
 
 

@@ -20,7 +20,8 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Cigar, PairAlignment, PairScore, score_cigar
 from gpualign_plugin.pairwise import cpu as pairwise
 from gpualign_plugin.pairwise.api import align_sequences
-from gpualign_plugin.pairwise.cpu import MODES, align_pair, score_pair, score_pair_tiled
+from gpualign_plugin.pairwise.cpu import align_pair, score_pair, score_pair_tiled
+from gpualign_plugin.pairwise.modes import MODES
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes, reverse_complement_text
 
 AMINO_ACIDS = "ARNDCQEGHILKMFPSTWYV"

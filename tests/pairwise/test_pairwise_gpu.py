@@ -22,6 +22,7 @@ from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import score_cigar
 from gpualign_plugin.pairwise import api as pairwise_api
 from gpualign_plugin.pairwise import cpu
+from gpualign_plugin.pairwise.modes import MODES
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.scoring import ScoringScheme
 
@@ -48,31 +49,31 @@ def assert_same(q, t, scheme, mode, every=None):
     return got
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_random_short_pairs_equal_cpu(mode):
-    rng = np.random.default_rng(11 + cpu.MODES.index(mode))
+    rng = np.random.default_rng(11 + MODES.index(mode))
     for _ in range(400):
         scheme, q, t = random_case(rng, 120)
         assert_same(q, t, scheme, mode)
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_tiny_checkpoints_cross_many_chunks(mode):
-    rng = np.random.default_rng(23 + cpu.MODES.index(mode))
+    rng = np.random.default_rng(23 + MODES.index(mode))
     for _ in range(150):
         scheme, q, t = random_case(rng, 700)
         assert_same(q, t, scheme, mode, every=64)
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_repeats_with_many_ties_equal_cpu(mode):
-    rng = np.random.default_rng(37 + cpu.MODES.index(mode))
+    rng = np.random.default_rng(37 + MODES.index(mode))
     for _ in range(120):
         scheme, q, t = random_case(rng, 400, tie_heavy=True)
         assert_same(q, t, scheme, mode, every=64 if rng.random() < 0.5 else None)
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("length", [1, 31, 32, 33, 63, 64, 65, 255, 256, 257, 2049, 3000])
 def test_lengths_around_warp_strip_and_batch_edges(mode, length):
     rng = np.random.default_rng(length)
@@ -137,12 +138,12 @@ def test_empty_sequences_follow_the_cpu_engine():
     scheme = SCHEMES[0]
     seq = scheme.alphabet.encode("ACGTAC")
     empty = seq[:0]
-    for mode in cpu.MODES:
+    for mode in MODES:
         for q, t in ((empty, seq), (seq, empty), (empty, empty)):
             assert_same(q, t, scheme, mode)
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_both_strands_through_align_sequences(mode):
     rng = np.random.default_rng(5)
     for k in range(60):
@@ -158,7 +159,7 @@ def test_both_strands_through_align_sequences(mode):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.text("ACGT", max_size=200), st.text("ACGT", max_size=200), st.sampled_from(cpu.MODES),
+@given(st.text("ACGT", max_size=200), st.text("ACGT", max_size=200), st.sampled_from(MODES),
        st.sampled_from([None, 64]))
 def test_property_gpu_equals_cpu(q_text, t_text, mode, every):
     scheme = SCHEMES[1]
@@ -178,7 +179,7 @@ def test_memory_budget_too_small_is_a_clear_error():
         gpu().align_pair(q, t, BENCH_SCHEME, "global", memory_budget=1000, checkpoint_every=64)
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_100kbp_related_pair_scores_equal_cpu(mode):
     # The CPU engine scores one pair on one core (about 0.2 GCUPS): 100 kbp x 100 kbp in local mode,
     # and a 100 kbp query against a 25 kbp stretch of the target in the end-to-end modes.

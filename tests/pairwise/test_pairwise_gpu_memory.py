@@ -20,6 +20,7 @@ from test_pairwise_cpu import check_alignment, random_case
 from gpualign_plugin.cli.bench import related_pair
 from gpualign_plugin.cli.main import main
 from gpualign_plugin.pairwise import cpu
+from gpualign_plugin.pairwise.modes import MODES
 from gpualign_plugin.scoring import ScoringScheme
 
 pytestmark = pytest.mark.gpu
@@ -62,7 +63,7 @@ class PoolPeak:
         self.hook.__exit__(*exc)
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_small_budget_gives_the_unbounded_and_the_cpu_alignment(mode):
     q, t = related_pair(30_000, 24_000, 0.03, 21)
     expected = cpu.align_pair(q, t, SCHEME, mode)
@@ -92,11 +93,11 @@ def test_a_budget_holds_after_an_unlimited_alignment_left_its_blocks_cached():
     assert profile["planned_bytes"] <= 24 * MiB and pool.get_limit() == 0
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_forced_levels_on_random_pairs_equal_cpu(mode):
     # Three levels of checkpoints (1024, 256, 64) on pairs of a few thousand letters: paths cross
     # many regions of every level; DNA and protein, repeats and unrelated pairs included.
-    rng = np.random.default_rng(31 + cpu.MODES.index(mode))
+    rng = np.random.default_rng(31 + MODES.index(mode))
     for case in range(40):
         scheme, q, t = random_case(rng, 3000 if case % 4 else 600)
         expected = cpu.align_pair(q, t, scheme, mode)

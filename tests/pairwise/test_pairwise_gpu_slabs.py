@@ -18,6 +18,7 @@ from test_pairwise_gpu import BENCH_SCHEME, copy_then_unrelated
 
 from gpualign_plugin.cli.bench import related_pair
 from gpualign_plugin.pairwise import cpu
+from gpualign_plugin.pairwise.modes import MODES
 
 pytestmark = pytest.mark.gpu
 
@@ -50,9 +51,9 @@ def assert_split_same(gpu, q, t, scheme, mode, devices, every=64):
     return profile
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_random_pairs_in_two_and_three_slabs_on_one_device_equal_cpu(mode, narrow_slabs):
-    rng = np.random.default_rng(900 + cpu.MODES.index(mode))
+    rng = np.random.default_rng(900 + MODES.index(mode))
     split = 0
     for case in range(60):
         scheme, q, t = random_case(rng, 700, tie_heavy=case % 3 == 0)
@@ -62,7 +63,7 @@ def test_random_pairs_in_two_and_three_slabs_on_one_device_equal_cpu(mode, narro
     assert split > 20  # most cases are wide enough to be split
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_paths_that_cross_slab_edges_in_every_state(mode, narrow_slabs):
     # A gap spanning a slab boundary (E state carried across), a path along row 0 or column 0 in
     # the end-to-end modes, and deeper checkpoint levels inside the second slab.
@@ -107,10 +108,10 @@ def test_narrow_targets_stay_on_one_slab(narrow_slabs):
     assert profile["slabs"] == 1  # 100 columns give one slab of at least 64
 
 
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_two_gpus_at_once_equal_one_gpu_and_cpu(mode, narrow_slabs):
     devices = two_gpus()
-    rng = np.random.default_rng(77 + cpu.MODES.index(mode))
+    rng = np.random.default_rng(77 + MODES.index(mode))
     for case in range(30):
         scheme, q, t = random_case(rng, 700, tie_heavy=case % 3 == 0)
         assert_split_same(narrow_slabs, q, t, scheme, mode, devices)

@@ -22,6 +22,7 @@ from gpualign_plugin.cli.bench import related_pair
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Cigar, PairAlignment, PairScore, score_cigar
 from gpualign_plugin.pairwise import cpu
+from gpualign_plugin.pairwise.modes import MODES
 from gpualign_plugin.scoring import DNA, ScoringScheme
 
 BENCH_SCHEME = ScoringScheme.dna(match=1, mismatch=-3, gap_open=3, gap_extend=2)
@@ -90,7 +91,7 @@ def cases(seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("scheme", DNA_SCHEMES, ids=lambda s: s.name)
 def test_packed_sweep_equals_cpu_around_its_edges(mode, scheme):
     for q, t in cases(len(mode) + 7 * DNA_SCHEMES.index(scheme)):
@@ -98,7 +99,7 @@ def test_packed_sweep_equals_cpu_around_its_edges(mode, scheme):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_repeats_with_many_equal_scores_keep_the_cpu_end_cell(mode):
     # Equal-score cells in many rows and columns: the end cell is the CPU's (score, row, column) rule.
     for period, m, n in [(2, 1500, 1300), (3, 1100, 2100), (7, 2600, 900)]:
@@ -146,13 +147,13 @@ def test_scores_far_outside_16_bits():
     short = rng.integers(0, 4, 3_000, dtype=np.uint8)
     target = np.concatenate([rng.integers(0, 4, 30_000, dtype=np.uint8), short,
                              rng.integers(0, 4, 30_000, dtype=np.uint8)])
-    for mode in cpu.MODES:
+    for mode in MODES:
         assert packed(short, target, scheme, mode) == cpu.score_pair(short, target, scheme, mode)
         assert packed(target, short, scheme, mode) == cpu.score_pair(target, short, scheme, mode)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_packed_and_striped_sweeps_agree_on_a_related_300kbp_pair(mode):
     q, t = related_pair(300_000, 290_000, 0.03, 21)
     counts: dict = {}
@@ -216,7 +217,7 @@ def checkpoint_cases(seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", cpu.MODES)
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("intervals", [(1024,), (2048,), (1024, 256)], ids=str)
 def test_the_packed_score_pass_writes_the_checkpoints_of_the_cpu_alignment(mode, intervals):
     scheme = BENCH_SCHEME if intervals == (2048,) else DNA_SCHEMES[0]
