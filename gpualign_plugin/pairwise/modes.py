@@ -1,9 +1,5 @@
-"""The three modes of pairwise alignment and the input check both engines start with.
-
-Plain NumPy, without the CPU engine's Numba: the GPU engine checks its inputs with it on its way
-to the device, and Numba then loads on a background thread while the GPU works (docs/GPU.md,
-"Start-up").
-"""
+"""The three modes of pairwise alignment and the input check both engines start with
+(:mod:`gpualign_plugin.pairwise.cpu` and :mod:`gpualign_plugin.pairwise.gpu`); plain NumPy."""
 
 from __future__ import annotations
 
