@@ -215,6 +215,36 @@ def _striped_warps(device: int, local: bool, alpha: int, compute_capability: tup
     return WARPS_PER_BLOCK * kernels.resident_blocks(kernel, 32 * WARPS_PER_BLOCK, shared, device)
 
 
+def _stride(first, second) -> int:
+    """The stride, in ``int32`` values, of two device arrays a sweep reads with one stride."""
+    stride = first.strides[0] // first.itemsize if first.size > 1 else 1
+    if second.size > 1 and second.strides[0] // second.itemsize != stride:
+        raise ValueError("a sweep's paired boundary arrays must have one stride")
+    return stride
+
+
+class _ChunkBuffers:
+    """The hand-over rows, ready flags and ticket of one stream's chunk re-solves, made once per
+    traceback for chunks of at most ``width`` columns and reset before each launch (two
+    ``cudaMemsetAsync``: flags to -1, the ticket to 0) instead of allocated and filled per chunk."""
+
+    def __init__(self, cupy, width: int):
+        self.cupy = cupy
+        self.slots = cupy.empty(2 * width * 2, dtype=cupy.int32)
+        self.flags_and_ticket = cupy.empty(2 * -(-width // 32) + 1, dtype=cupy.int32)
+
+    def reset(self, width: int):
+        """``(slots, flags, ticket)`` for a chunk of ``width`` columns, the flags and ticket reset on
+        the current stream."""
+        cupy = self.cupy
+        batches = -(-width // 32)
+        flags, ticket = self.flags_and_ticket[:2 * batches], self.flags_and_ticket[-1:]
+        stream = cupy.cuda.get_current_stream().ptr
+        cupy.cuda.runtime.memsetAsync(flags.data.ptr, 0xFF, flags.nbytes, stream)
+        cupy.cuda.runtime.memsetAsync(ticket.data.ptr, 0, ticket.nbytes, stream)
+        return self.slots[:2 * width * 2], flags, ticket
+
+
 class _Sweep:
     """One problem on one device: sequences, scheme and the kernel launches over its rectangles."""
 
@@ -238,6 +268,7 @@ class _Sweep:
         self.pruned_cells = 0
         self.goal_pruned_cells = 0
         self.resident_warps = None
+        self._padded_query = None
         self.compute_capability = compute_capability
         self.multiprocessors = probe(device).multiprocessors
 
@@ -263,11 +294,17 @@ class _Sweep:
     def run(self, r0: int, c0: int, height: int, width: int, top_h, top_f, left_h, left_e, rows: int,
             dirs: bool = False, track_best: bool = False, last_row: int = 0,
             row_ckpt=None, col_ckpt=None, every: int = 0, sync: bool = True, dirs_out=None,
-            progress=None, prune: bool = False, link=None, goal: int | None = None):
+            progress=None, prune: bool = False, link=None, goal: int | None = None,
+            buffers: _ChunkBuffers | None = None):
         """Sweep rows ``r0+1..r0+height`` x columns ``c0+1..c0+width``.
 
         ``top_h``/``top_f``: device int32, ``width + 1`` values of row ``r0`` (columns
-        ``c0..c0+width``); ``left_h``/``left_e``: device int32, ``height`` values of column ``c0``.
+        ``c0..c0+width``); ``left_h``/``left_e``: device int32, ``height`` values of column ``c0``;
+        each pair contiguous or views with one stride (the ``(H, F)`` and ``(H, E)`` pairs of
+        checkpoints), read in place.
+        ``buffers`` (a chunk re-solve, with ``dirs``): the hand-over rows, flags and ticket come
+        from there and the rows from :meth:`padded_query`, so the launch allocates and copies
+        nothing (the per-chunk host work was most of a window's time, docs/GPU.md).
         Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked); ``dirs``
         holds four bits a cell, two cells a byte (:func:`_trace_chunk`'s layout), and goes to
         ``dirs_out`` when given (a large enough uint8 device array).
@@ -292,20 +329,19 @@ class _Sweep:
         strip = 32 * rows
         strips = -(-height // strip)
         padded = strips * strip
-        query = cp.zeros(padded, dtype=cp.uint8)
-        query[:height] = self.d_query[r0:r0 + height]
-        struct, streamed = link if link is not None else (None, None)
-        if streamed is not None:
-            lh, le = streamed
-        else:
-            lh = cp.zeros(padded, dtype=cp.int32)
-            lh[:height] = left_h
-            le = cp.full(padded, NEG_INF, dtype=cp.int32)
-            le[:height] = left_e
         batches = -(-width // 32)
-        slots = cp.empty(2 * width * 2, dtype=cp.int32)
-        flags = cp.full(2 * batches, -1, dtype=cp.int32)
-        ticket = cp.zeros(1, dtype=cp.int32)
+        if buffers is not None:
+            query = self.padded_query()[r0:r0 + padded]
+            slots, flags, ticket = buffers.reset(width)
+        else:
+            query = cp.zeros(padded, dtype=cp.uint8)
+            query[:height] = self.d_query[r0:r0 + height]
+            slots = cp.empty(2 * width * 2, dtype=cp.int32)
+            flags = cp.full(2 * batches, -1, dtype=cp.int32)
+            ticket = cp.zeros(1, dtype=cp.int32)
+        struct, streamed = link if link is not None else (None, None)
+        lh, le = streamed if streamed is not None else (left_h, left_e)
+        top_stride, left_stride = _stride(top_h, top_f), _stride(lh, le)
         best = cp.empty(3 * strips, dtype=cp.int32) if track_best else None
         goal = goal if self.local and sync else None
         prune = (prune and track_best and self.local and sync) or goal is not None
@@ -324,7 +360,7 @@ class _Sweep:
         i32 = np.int32
         args = (query, self.d_target[c0:c0 + width], self.d_sub, i32(self.alpha), i32(height), i32(width),
                 i32(self.gap_open + self.gap_extend), i32(self.gap_extend),
-                cp.ascontiguousarray(top_h), cp.ascontiguousarray(top_f), lh, le,
+                top_h, top_f, lh, le,
                 slots, flags, ticket, i32(strips),
                 row_ckpt if row_ckpt is not None else null, i32(every or 1),
                 i32(row_ckpt.shape[0] if row_ckpt is not None else 0),
@@ -334,7 +370,8 @@ class _Sweep:
                 best if best is not None else null,
                 dir_bytes if dir_bytes is not None else null,
                 prune_best if prune else null, pruned if prune else null, i32(self.max_sub),
-                struct if struct is not None else null, i32(goal is not None))
+                struct if struct is not None else null, i32(goal is not None), i32(top_stride),
+                i32(left_stride))
         with _sweep_progress(flags, batches, strip, height, width, progress if sync else None, self.device):
             kernels.launch(kernel, name, grid, 32 * WARPS_PER_BLOCK, args, shared,
                            f"rectangle {height} x {width} at ({r0}, {c0}), {strips} strips of {strip} rows",
@@ -344,6 +381,19 @@ class _Sweep:
         elif prune:
             self.pruned_cells += int(pruned.get()[0])
         return best, last, dir_bytes
+
+    def padded_query(self):
+        """The query's codes on the device followed by a strip of the tallest sweep of padding,
+        made once: a chunk's rows are a view of it. Rows past the end of a rectangle
+        may then hold the next real letters instead of zeros; no cell of the rectangle depends
+        on them, and a chunk re-solve keeps only its rows' directions."""
+        if self._padded_query is None:
+            padded = self.cupy.zeros(self.m + 32 * max(SCORE_ROWS), dtype=self.cupy.uint8)
+            padded[:self.m] = self.d_query
+            # Ready before any stream reads it: the chunks' streams do not wait for this one.
+            self.cupy.cuda.get_current_stream().synchronize()
+            self._padded_query = padded
+        return self._padded_query
 
     def full_boundaries(self):
         """Row 0 and column 0 of the whole matrix as device arrays ``(top_h, top_f, left_h, left_e)``."""
@@ -1047,24 +1097,20 @@ def _pad(height: int, strip: int) -> int:
     return -(-height // strip) * strip
 
 
-def _run_bytes(height: int, width: int, strip: int, best: bool = False, last: bool = False,
-               top_copies: bool = False) -> int:
-    """GPU bytes :meth:`_Sweep.run` allocates for a ``height x width`` rectangle in strips of ``strip``.
+def _run_bytes(height: int, width: int, strip: int, best: bool = False, last: bool = False) -> int:
+    """GPU bytes :meth:`_Sweep.run` allocates for a ``height x width`` rectangle in strips of ``strip``
+    (a chunk re-solve allocates nothing: :class:`_ChunkBuffers`).
 
-    Padded query, left ``H`` and ``E`` (``9`` bytes a padded row), two hand-over rows
-    (``16`` bytes a column), ready flags, the ticket; the per-strip best cells (local
-    phase 1), the last row (global and semiglobal phase 1), and contiguous copies of
-    the top row's ``H`` and ``F`` when they come as strided views (chunk re-solves).
+    Padded query (a byte a padded row), two hand-over rows (``16`` bytes a column), ready
+    flags, the ticket; the per-strip best cells (local phase 1) and the last row (global and
+    semiglobal phase 1). The boundary row and column are read in place.
     """
     padded = _pad(height, strip)
-    total = (_alloc(padded) + 2 * _alloc(4 * padded) + _alloc(16 * width) + _alloc(8 * -(-width // 32))
-             + _alloc(4))
+    total = _alloc(padded) + _alloc(16 * width) + _alloc(8 * -(-width // 32)) + _alloc(4)
     if best:
         total += _alloc(12 * (padded // strip))
     if last:
         total += _alloc(4 * (width + 1))
-    if top_copies:
-        total += 2 * _alloc(4 * (width + 1))
     return total
 
 
@@ -1144,17 +1190,19 @@ def _level_cost(h: int, w: int, every: int, multiprocessors: int, top: bool, loc
 
 @functools.lru_cache(maxsize=4096)
 def _leaf_cost(m: int, n: int, h: int, w: int, leaf: int, window: int):
-    """``(persistent bytes, transient bytes, seconds)`` of the chunk re-solves in regions of ``h x w``."""
+    """``(persistent bytes, transient bytes, seconds)`` of the chunk re-solves in regions of ``h x w``:
+    the direction pool and each stream's :class:`_ChunkBuffers` and, once, the padded query
+    (:meth:`_Sweep.padded_query`); nothing transient."""
     ch, cw = min(leaf, h), min(leaf, w)
     wa, wb = min(window, -(-h // leaf)), min(window, -(-w // leaf))
     chunk = _pad(ch, 32 * CHUNK_ROWS_PER_LANE) * (cw + 31) // 2
-    transient = wa * wb * _run_bytes(ch, cw, 32 * CHUNK_ROWS_PER_LANE, top_copies=True)
+    buffers = wa * wb * (_alloc(16 * cw) + _alloc(4 * (2 * -(-cw // 32) + 1))) + _alloc(m + 32 * max(SCORE_ROWS))
     crossed = -(-m // leaf) + -(-n // leaf)
     windows = -(-max(m, n) // (leaf * min(wa, wb)))
     seconds = (windows * (wa * wb * LAUNCH_SECONDS + max(wa * wb * ch * cw / LEAF_CELL_RATE,
                                                          (cw + 31 + ch) * LEAF_STEP_SECONDS))
                + crossed * (chunk / COPY_RATE + TRACE_SECONDS))
-    return _alloc(wa * wb * chunk), transient, seconds
+    return _alloc(wa * wb * chunk) + buffers, 0, seconds
 
 
 def _evaluate(m: int, n: int, intervals: tuple, windows: tuple, multiprocessors: int, local: bool,
@@ -1579,6 +1627,7 @@ class _Traceback:
         self.chunk_bytes = _pad(min(leaf, h), strip) * (min(leaf, w) + 31) // 2
         self.dir_pool = cp.empty(self.wa * self.wb * self.chunk_bytes, dtype=cp.uint8)
         self.streams = [cp.cuda.Stream(non_blocking=True) for _ in range(self.wa * self.wb)]
+        self.chunk_buffers = [_ChunkBuffers(cp, min(leaf, w)) for _ in self.streams]
         self.pinned = kernels.pinned_bytes(self.chunk_bytes)
         self.ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
         self.pos = 0
@@ -1704,7 +1753,8 @@ class _Traceback:
                 with self.streams[a * self.wb + b]:
                     edges = region.edges(pr, pc, height, width, contiguous=False)
                     _, _, dirs = sweep.run(pr, pc, height, width, *edges, CHUNK_ROWS_PER_LANE, dirs=True,
-                                           sync=False, dirs_out=self.dir_pool[slot:slot + self.chunk_bytes])
+                                           sync=False, dirs_out=self.dir_pool[slot:slot + self.chunk_bytes],
+                                           buffers=self.chunk_buffers[a * self.wb + b])
                 solved[(pr, pc)] = _Chunk(pr, pc, height, width, dirs)
         kernels.synchronize(f"re-solving the chunks up and left of cell ({i}, {j})")
         cells = sum(chunk.height * chunk.width for chunk in solved.values())

@@ -84,8 +84,8 @@ struct SweepArgs {
     int gap_oe, gap_e;            // open + extend, extend
     const int* top_h;             // width + 1: H of the row above the rectangle, columns 0..width
     const int* top_f;             // width + 1: F of the row above ([0] unused)
-    const int* left_h;            // num_strips * S: H of the column left of the rectangle, rows 1..
-    const int* left_e;            // num_strips * S: E of that column
+    const int* left_h;            // height: H of the column left of the rectangle, rows 1.. (rows
+    const int* left_e;            //   below it count as H = 0, E = -inf); height: E of that column
     int2* slots;                  // 2 * width handover rows (H, F)
     int* flags;                   // 2 * batches ready flags (strip index), -1 initially
     int* ticket;                  // strip ticket counter, 0 initially
@@ -107,6 +107,9 @@ struct SweepArgs {
     int prune_goal;               // nonzero: *prune_best is a fixed goal, a lower bound of the value
                                   // a traceback needs at the bottom-right cell; the strips' own
                                   // best scores do not raise it (a traceback region's sweep)
+    int top_stride, left_stride;  // ints between consecutive values of top_h / top_f and of
+                                  // left_h / left_e (2 where they are views of (H, F) or (H, E)
+                                  // checkpoint pairs; the streamed column of a slab: 1)
 };
 
 // What a sweep produces besides the scores it hands on.
@@ -170,10 +173,11 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
     } else {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            HO[r] = a.left_h[row0 + r] - oe;
-            E[r] = a.left_e[row0 + r];
+            const bool real = row0 + r < a.height;
+            HO[r] = (real ? a.left_h[(size_t)(row0 + r) * a.left_stride] : 0) - oe;
+            E[r] = real ? a.left_e[(size_t)(row0 + r) * a.left_stride] : SWEEP_NEG_INF;
         }
-        diag = ((row0 == 0) ? a.top_h[0] : a.left_h[row0 - 1]) - oe;
+        diag = ((row0 == 0) ? a.top_h[0] : row0 - 1 < a.height ? a.left_h[(size_t)(row0 - 1) * a.left_stride] : 0) - oe;
     }
     int hb = 0, fb = 0;               // this lane's bottom row (HO, F) at its current column
     int batch_h = 0, batch_f = 0;     // lane 0's input batch, one column per lane
@@ -208,8 +212,8 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
         __syncwarp();
         if (k == 0) {
             if (col <= width) {
-                batch_h = a.top_h[col];
-                batch_f = a.top_f[col];
+                batch_h = a.top_h[(size_t)col * a.top_stride];
+                batch_f = a.top_f[(size_t)col * a.top_stride];
             }
         } else {
             if (lane == 0) {
@@ -443,13 +447,13 @@ striped_sweep(const unsigned char* query, const unsigned char* target, const int
               int num_strips, int2* row_ckpt, int row_every, int num_row_ckpt, int2* col_ckpt,
               int col_every, int num_col_ckpt, int* last_row_h, int last_row, int* best,
               unsigned char* dirs, int* prune_best, unsigned long long* pruned, int max_sub,
-              const SlabLink* link, int prune_goal) {
+              const SlabLink* link, int prune_goal, int top_stride, int left_stride) {
     const SweepArgs a{query,    target,     sub,          alpha,    height,       width,
                       gap_oe,   gap_e,      top_h,        top_f,    left_h,       left_e,
                       slots,    flags,      ticket,       num_strips, row_ckpt,   row_every,
                       num_row_ckpt, col_ckpt, col_every,  num_col_ckpt, last_row_h, last_row,
                       best,     dirs,       prune_best,   pruned,   max_sub,      link,
-                      prune_goal};
+                      prune_goal, top_stride, left_stride};
     // Dynamic shared memory: one query profile (alpha x 32R bytes) per warp, then per warp a
     // 64-letter target ring and a 64-column ring of lane 31's bottom row (H - o - e, F).
     extern __shared__ signed char shared_profile[];
@@ -508,7 +512,8 @@ striped_score_pairs(const unsigned char* queries, const long long* query_at, con
                           slots + slot_at[lo], flags + flag_at[lo], ticket,
                           first_strip[lo + 1] - first_strip[lo], nullptr, 1, 0, nullptr, 1, 0,
                           nullptr, 0, best + 3 * (size_t)first_strip[lo], nullptr,
-                          prune_best != nullptr ? prune_best + lo : nullptr, pruned, max_sub, nullptr, 0};
+                          prune_best != nullptr ? prune_best + lo : nullptr, pruned, max_sub, nullptr, 0,
+                          1, 1};
         sweep_strip<R, true, SWEEP_SCORE>(a, g - first_strip[lo], prof, rings, out_ring);
     }
 }

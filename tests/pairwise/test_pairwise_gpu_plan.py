@@ -82,8 +82,8 @@ def test_formula_is_the_sum_of_the_arrays_the_engine_allocates():
     window = min(plan.window, 8)
     leaf_dirs = pool(window * window * 256 * (256 + 31) // 2)  # four bits a cell
 
-    def sweep(h, w, s, best=False):
-        return (pool(pad(h, s)) + 2 * pool(4 * pad(h, s)) + pool(16 * w) + pool(8 * -(-w // 32)) + pool(4)
+    def sweep(h, w, s, best=False):  # the boundary row and column are read in place
+        return (pool(pad(h, s)) + pool(16 * w) + pool(8 * -(-w // 32)) + pool(4)
                 + (pool(12 * pad(h, s) // s) if best else 0))
 
     # The packed sweep's: letter classes of 10 double strips of 1024 rows and of the columns, the
@@ -91,7 +91,9 @@ def test_formula_is_the_sum_of_the_arrays_the_engine_allocates():
     packed = (pool(10240) + pool(n) + pool(36) + pool(4 * 10241) + pool(16 * n) + pool(8 * -(-n // 32)) + pool(4)
               + pool(12 * 10) + pool(4))
     transient = max(sweep(m, n, 32 * r0, best=True), packed, sweep(2048, 2048, 32 * r1))
-    leaf = window * window * (sweep(256, 256, 64) + 2 * pool(4 * 257))
+    # Each stream's hand-over rows and flags + ticket for chunks of 256 columns, and the query
+    # padded by a strip of 512 rows: made once, reused by every chunk.
+    leaf = window * window * (pool(16 * 256) + pool(4 * (2 * 8 + 1))) + pool(m + 512)
     assert plan.bytes == sequences + level0 + level1 + leaf_dirs + transient + leaf
 
 
