@@ -84,8 +84,8 @@ struct SweepArgs {
     int gap_oe, gap_e;            // open + extend, extend
     const int* top_h;             // width + 1: H of the row above the rectangle, columns 0..width
     const int* top_f;             // width + 1: F of the row above ([0] unused)
-    const int* left_h;            // height: H of the column left of the rectangle, rows 1.. (rows
-    const int* left_e;            //   below it count as H = 0, E = -inf); height: E of that column
+    const int* left_h;            // H of the column left of the rectangle, rows 1..height, left_stride
+    const int* left_e;            //   apart (rows below count as H = 0, E = -inf); E of that column
     int2* slots;                  // 2 * width handover rows (H, F)
     int* flags;                   // 2 * batches ready flags (strip index), -1 initially
     int* ticket;                  // strip ticket counter, 0 initially
@@ -177,7 +177,9 @@ __device__ __forceinline__ void sweep_strip(const SweepArgs& a, int k, signed ch
             HO[r] = (real ? a.left_h[(size_t)(row0 + r) * a.left_stride] : 0) - oe;
             E[r] = real ? a.left_e[(size_t)(row0 + r) * a.left_stride] : SWEEP_NEG_INF;
         }
-        diag = ((row0 == 0) ? a.top_h[0] : row0 - 1 < a.height ? a.left_h[(size_t)(row0 - 1) * a.left_stride] : 0) - oe;
+        diag = ((row0 == 0)                ? a.top_h[0]
+                : row0 - 1 < a.height ? a.left_h[(size_t)(row0 - 1) * a.left_stride]
+                                      : 0) - oe;
     }
     int hb = 0, fb = 0;               // this lane's bottom row (HO, F) at its current column
     int batch_h = 0, batch_f = 0;     // lane 0's input batch, one column per lane
