@@ -19,7 +19,8 @@ the direction byte of every cell (layout in ALGORITHMS.md: bits 0-1 the H
 choice 0 stop / 1 diagonal / 2 E / 3 F, bit 2 E opens here, bit 3 F opens
 here); :func:`fill_two_rows` advances two rows in one sweep, with or without
 direction bytes. Both compute every cell with :func:`_cell` and every byte
-with :func:`_direction`, so all paths share one recurrence.
+with :func:`direction_byte`, so all paths share one recurrence (the SIMD kernels, which
+keep their values in the lane width, compute it with :func:`lane_cell`).
 
 Boundary flags: ``col0_gap`` says whether ``H(i, 0)`` is the gap cost
 ``-(o + i e)`` (global; semiglobal rows over the query) or ``0``; the caller
@@ -38,6 +39,7 @@ import numpy as np
 from numba import njit, prange
 
 from gpualign_plugin.model import RUN_OPS, Cigar
+from gpualign_plugin.runtime.lanes import add, maximum
 from gpualign_plugin.scoring import NEG_INF
 
 LOCAL, GLOBAL, SEMIGLOBAL = 0, 1, 2
@@ -78,7 +80,21 @@ def _cell(h_diag, h_left, h_up, e_left, f_up, score, open_extend, gap_extend, fl
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _direction(h, e, f, diag, e_open, f_open, floor):
+def lane_cell(h_diag, h_left, e_left, h_up, f_up, score, neg_oe, neg_ext, floor):
+    """:func:`_cell` with every value in its operands' own integer width (``int16`` or ``int32``).
+
+    ``neg_oe = -(open + extend)`` and ``neg_ext = -extend`` have that width too. Numba widens
+    ``int16``/``int32`` arithmetic to ``int64``; the SIMD kernels that run many alignments
+    in the lanes of one vector (the database search, the batch lane kernel) use this form
+    so that a vector holds 16 or 8 lanes of AVX2 instead of 4. Returns ``(H, E, F)``.
+    """
+    e = maximum(add(h_left, neg_oe), add(e_left, neg_ext))
+    f = maximum(add(h_up, neg_oe), add(f_up, neg_ext))
+    return maximum(maximum(add(h_diag, score), e), maximum(f, floor)), e, f
+
+
+@njit(cache=True, nogil=True, inline="always")
+def direction_byte(h, e, f, diag, e_open, f_open, floor):
     """The direction byte of a cell (layout in the module docstring)."""
     # Selects rather than branches: the choice is data-dependent and unpredictable.
     d = 2 if h == e else 3
@@ -125,7 +141,7 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
         h_up = H[j]
         score = srow[b[j - 1]]
         h, e_new, f = _cell(h_diag, h_left, h_up, e, F[j], score, open_extend, gap_extend, floor)
-        dirs[j] = _direction(h, e_new, f, h_diag + score, h_left - open_extend,
+        dirs[j] = direction_byte(h, e_new, f, h_diag + score, h_left - open_extend,
                              h_up - open_extend, floor)
         best_j = j if h > best else best_j
         best = max(best, h)
@@ -177,9 +193,9 @@ def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor
                            floor)
         h2, e2, f2 = _cell(h_diag2, h_left2, h1, e2, f1, s2[c], open_extend, gap_extend, floor)
         if dirs1 is not None:
-            dirs1[j] = _direction(h1, e1, f1, h_diag1 + s1[c], h_left1 - open_extend,
+            dirs1[j] = direction_byte(h1, e1, f1, h_diag1 + s1[c], h_left1 - open_extend,
                                   h_up - open_extend, floor)
-            dirs2[j] = _direction(h2, e2, f2, h_diag2 + s2[c], h_left2 - open_extend,
+            dirs2[j] = direction_byte(h2, e2, f2, h_diag2 + s2[c], h_left2 - open_extend,
                                   h1 - open_extend, floor)
         j1 = j if h1 > best1 else j1
         best1 = max(best1, h1)

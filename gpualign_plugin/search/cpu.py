@@ -34,18 +34,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from gpualign_plugin.runtime.lanes import add as _add
+from gpualign_plugin.gotoh import lane_cell
 from gpualign_plugin.runtime.lanes import maximum as _max
 from gpualign_plugin.scoring import NEG_INF
 from gpualign_plugin.search.layout import LANES, LOW16, SATURATED16, extend_matrix, fits_int16
-
-@njit(cache=True, nogil=True, inline="always")
-def _cell(h_diag, h_left, e_left, h_up, f_up, score, neg_oe, neg_ext, zero):
-    """``(H, E, F)`` of one local cell from its diagonal, left and upper neighbours, in the lane type."""
-    e = _max(_add(h_left, neg_oe), _add(e_left, neg_ext))
-    f = _max(_add(h_up, neg_oe), _add(f_up, neg_ext))
-    return _max(_max(_add(h_diag, score), e), _max(f, zero)), e, f
-
 
 @njit(cache=True, nogil=True)
 def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, width, columns, lanes,
@@ -93,12 +85,12 @@ def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, w
             second = first + 2 * LANES
             for lane in range(LANES):
                 left_first = columns[first + lane]
-                h, e, f = _cell(lanes[lane], left_first, columns[first + LANES + lane], lanes[LANES + lane],
+                h, e, f = lane_cell(lanes[lane], left_first, columns[first + LANES + lane], lanes[LANES + lane],
                                 lanes[2 * LANES + lane], scores[s_first + lane], neg_oe, neg_ext, zero)
                 columns[first + lane] = h
                 columns[first + LANES + lane] = e
                 left_second = columns[second + lane]
-                h2, e2, f2 = _cell(left_first, left_second, columns[second + LANES + lane], h, f,
+                h2, e2, f2 = lane_cell(left_first, left_second, columns[second + LANES + lane], h, f,
                                    scores[s_second + lane], neg_oe, neg_ext, zero)
                 columns[second + lane] = h2
                 columns[second + LANES + lane] = e2
@@ -110,7 +102,7 @@ def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, w
             s_at = np.int64(query[m - 1]) * LANES
             h_at = 2 * (m - 1) * LANES
             for lane in range(LANES):
-                h, e, f = _cell(lanes[lane], columns[h_at + lane], columns[h_at + LANES + lane], lanes[LANES + lane],
+                h, e, f = lane_cell(lanes[lane], columns[h_at + lane], columns[h_at + LANES + lane], lanes[LANES + lane],
                                 lanes[2 * LANES + lane], scores[s_at + lane], neg_oe, neg_ext, zero)
                 columns[h_at + lane] = h
                 columns[h_at + LANES + lane] = e
