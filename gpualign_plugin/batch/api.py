@@ -2,8 +2,8 @@
 
 Each pair is aligned exactly as :func:`gpualign_plugin.pairwise.api.align_pair` would
 (same recurrence, end-cell rule and tie rule: the kernels of
-:mod:`gpualign_plugin.gotoh`), one pair per CPU thread at a time
-(:mod:`~gpualign_plugin.batch.cpu`), or one warp per pair on the GPU
+:mod:`gpualign_plugin.gotoh`), on every CPU thread with groups of similar pairs in
+vector lanes (:mod:`~gpualign_plugin.batch.cpu`), or one warp per pair on the GPU
 (:func:`align_batch_gpu`, :mod:`~gpualign_plugin.batch.gpu`); both give the same
 alignments. ``gpualign batch`` calls this.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numba
 import numpy as np
 
 from gpualign_plugin import gotoh
@@ -72,7 +73,8 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backen
         ``'local'``, ``'global'`` or ``'semiglobal'``.
     backend : {'cpu', 'gpu'}
         ``'cpu'``: :data:`CPU_CHUNK_PAIRS` pairs at a time over ``numba.get_num_threads()``
-        threads, a full direction matrix per pair being aligned. ``'gpu'``: one warp per
+        threads, groups of similar pairs in the vector lanes of the lane kernel and the
+        rest one at a time (:mod:`gpualign_plugin.batch.cpu`). ``'gpu'``: one warp per
         pair (:func:`gpualign_plugin.batch.gpu.align_columns`) on ``device`` within
         ``memory_budget`` bytes per launch; pairs above
         :data:`gpualign_plugin.batch.gpu.MAX_PAIR_CELLS` go one at a time to the long-pair
@@ -108,8 +110,10 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backen
         ops_offsets = q_offsets + t_offsets
         ops = np.empty(int(ops_offsets[-1]), dtype=np.uint8)
         out = np.empty((len(chunk), 6), dtype=np.int64)
-        cpu.align_batch_kernel(qs, q_offsets, ts, t_offsets, matrix, scheme.gap_open,
-                               scheme.gap_extend, mode_code, out, ops, ops_offsets)
+        groups, group_offsets, singles = cpu.lane_groups(chunk.query_lengths, chunk.target_lengths)
+        cpu.align_pairs_kernel(qs, q_offsets, ts, t_offsets, groups, group_offsets, singles, matrix,
+                               scheme.gap_open, scheme.gap_extend, mode_code, out, ops, ops_offsets,
+                               numba.get_num_threads())
         runs, run_offsets = cpu.runs_from_ops(ops, ops_offsets, out[:, 5].copy())
         parts.append((index, AlignmentColumns(*(out[:, c].copy() for c in range(5)), runs, run_offsets)))
         if progress is not None:
@@ -220,7 +224,8 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
     ``backend`` ``'gpu'`` (resolved, see
     :func:`gpualign_plugin.runtime.backend.resolve_backend`) runs :func:`align_batch_gpu`
     on ``device``; ``'cpu'`` keeps a full direction matrix (``(m+1) * (n+1)`` bytes) per pair
-    while it is being aligned, so it suits many short pairs (the reference workload is
+    while it is being aligned (:data:`gpualign_plugin.batch.cpu.LANES` of them at once for
+    pairs aligned in a lane group), so it suits many short pairs (the reference workload is
     1,000 pairs of 512 bp; use :func:`~gpualign_plugin.pairwise.api.align_pair` for long
     ones), with ``numba.get_num_threads()`` threads. Results are in the order of ``pairs``
     and the same on both backends (:func:`align_columns` is the same as arrays).

@@ -1,7 +1,22 @@
-"""Numba kernels of batch alignment on the CPU: one pair per thread, pairs in parallel (``prange``).
+"""Numba kernels of batch alignment on the CPU: many pairs in parallel.
 
-Every pair is scored or aligned with the row kernels of :mod:`gpualign_plugin.gotoh`,
-so a batch gives what the pairwise engine gives pair by pair.
+Every pair follows the recurrence, direction bytes and end-cell rule of
+:mod:`gpualign_plugin.gotoh`, so a batch gives what the pairwise engine gives pair by pair.
+Two kernels align pairs, on every thread (``prange``) at once:
+
+- the **lane kernel** (:func:`align_pairs_kernel`'s groups) aligns :data:`LANES` pairs of
+  similar size together, one pair per vector lane (inter-sequence SIMD, as the database
+  search scores its targets): the pairs' residues are interleaved, row ``i`` of every pair
+  is computed in one sweep over the columns with the lane loop innermost and every value
+  kept in 32 bits (:func:`~gpualign_plugin.gotoh.lane_cell`), which LLVM turns into vector
+  instructions. Each cell's direction byte is stored (``LANES`` bytes per cell of the
+  group's largest rows x columns), then each pair's path is walked with
+  :func:`~gpualign_plugin.gotoh.trace_band`. Cells beyond a pair's own length are computed
+  but never read: a cell depends only on cells above and to its left, and the end cell is
+  looked for inside the pair's own rows and columns;
+- the **one-pair kernel** (:func:`_align_one`) fills one pair's direction matrix with the
+  row kernels of :mod:`gpualign_plugin.gotoh`: pairs too large for a group, pairs with an
+  empty sequence, and groups that padding would leave more than half empty.
 """
 
 from __future__ import annotations
@@ -9,9 +24,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from gpualign_plugin.gotoh import (GLOBAL, LOCAL, STATE_H, fill_row, fill_two_rows, final_end,
-                                   initial_row, score_kernel, trace_band)
+from gpualign_plugin.gotoh import (GLOBAL, LOCAL, SEMIGLOBAL, STATE_H, direction_byte, fill_row,
+                                   fill_two_rows, final_end, initial_row, lane_cell, score_kernel,
+                                   trace_band)
+from gpualign_plugin.runtime.lanes import add, maximum
 from gpualign_plugin.scoring import NEG_INF
+
+LANES = 64
+"""Pairs the lane kernel aligns at once. With 32-bit values that is eight AVX2 vectors per
+column step: independent work enough to hide the instruction latencies, and a lane loop long
+enough that LLVM keeps it a loop and vectorises it (it unrolls a 16- or 32-lane loop
+completely, and then does not vectorise it)."""
+
+LANE_PAIR_CELLS = 1 << 18
+"""The largest pair (``m * n`` cells) the lane kernel takes (512 x 512). A group holds
+``LANES * rows * (columns + 1)`` direction bytes for its largest rows and columns, and a
+group is at least half real cells (:func:`lane_groups`): at most 32 MiB."""
+
+SORT_BIN = 8
+"""Groups per bin of pairs of similar query length, inside which :func:`lane_groups` sorts
+the pairs by target length."""
 
 
 @njit(cache=True, nogil=True)
@@ -74,19 +106,166 @@ def score_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, g
         out[k, 2] = te
 
 
-@njit(cache=True, parallel=True)
-def align_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, gap_extend, mode,
-                       out, ops, ops_offsets):
-    """Align every pair with a full direction matrix each; pairs run in parallel.
+@njit(cache=True, nogil=True)
+def _row_scores(matrix_flat, row_offsets, targets, columns, scores):
+    """The substitution score of every cell of one row of a group: ``scores[j * LANES + l]`` is
+    ``matrix_flat[row_offsets[l] + targets[j * LANES + l]]`` (``row_offsets[l]`` is lane ``l``'s
+    query residue times the alphabet size).
 
-    ``out[k]`` receives ``(score, qs, qe, ts, te, n_ops)``; the pair's operations
-    (end to start) go to ``ops[ops_offsets[k]:]``.
+    A gather, so a loop of its own: in the sweep it would stop LLVM from vectorising the
+    lane loop (the table could alias the stores). Unsigned indices spare Numba's check for
+    negative ones."""
+    for j in range(columns):
+        for lane in range(LANES):
+            scores[j * LANES + lane] = matrix_flat[row_offsets[lane] + np.uint64(targets[j * LANES + lane])]
+
+
+@njit(cache=True, nogil=True)
+def _sweep_row(columns, scores, state, carry, dirs, neg_oe, neg_ext, floor):
+    """Advance every lane of a group from row ``i-1`` to row ``i`` and store the row's direction bytes.
+
+    ``state`` holds ``H`` then ``F`` of each column ``0..columns`` (``2 * LANES`` values a
+    column, column 0 already set to row ``i``'s boundary); ``carry`` the running ``E``, the
+    diagonal ``H`` and the left ``H`` of each lane (rows 0, 1 and 2 of ``LANES``). The byte
+    of column ``j + 1`` goes to ``dirs[j * LANES + lane]`` (``dirs`` is the row's slice: an
+    offset added to the index would make it a scatter, as Numba allows negative indices).
     """
-    for k in prange(offsets_a.shape[0] - 1):
-        a = seqs_a[offsets_a[k]:offsets_a[k + 1]]
-        b = seqs_b[offsets_b[k]:offsets_b[k + 1]]
-        score, qs, qe, ts, te, n_ops = _align_one(a, b, matrix, gap_open, gap_extend, mode,
-                                                  ops[ops_offsets[k]:ops_offsets[k + 1]])
+    for j in range(columns):
+        at = 2 * LANES + j * 2 * LANES
+        for lane in range(LANES):
+            h_up = state[at + lane]
+            h_left = carry[2 * LANES + lane]
+            diag = add(carry[LANES + lane], scores[j * LANES + lane])
+            h, e, f = lane_cell(carry[LANES + lane], h_left, carry[lane], h_up, state[at + LANES + lane],
+                                scores[j * LANES + lane], neg_oe, neg_ext, floor)
+            dirs[j * LANES + lane] = direction_byte(h, e, f, diag, add(h_left, neg_oe),
+                                                              add(h_up, neg_oe), floor)
+            carry[lane] = e
+            carry[LANES + lane] = h_up
+            carry[2 * LANES + lane] = h
+            state[at + lane] = h
+            state[at + LANES + lane] = f
+
+
+@njit(cache=True, nogil=True)
+def _row_best(columns, state, target_lengths, best):
+    """Each lane's largest ``H`` of the row in ``state`` over its own columns ``1..n``, at its
+    smallest column: ``best[lane]`` and ``best[LANES + lane]`` (local mode's end-cell rule)."""
+    for lane in range(LANES):
+        best[lane] = np.int32(NEG_INF)
+        best[LANES + lane] = 0
+    for j in range(columns):
+        at = 2 * LANES + j * 2 * LANES
+        column = np.int32(j + 1)
+        for lane in range(LANES):
+            h = state[at + lane] if column <= target_lengths[lane] else np.int32(NEG_INF)
+            best[LANES + lane] = column if h > best[lane] else best[LANES + lane]
+            best[lane] = maximum(best[lane], h)
+
+
+@njit(cache=True, nogil=True)
+def _fill_lanes(queries, targets, m, n, matrix, rows, columns, gap_open, gap_extend, mode, dirs,
+                ends):
+    """Fill the direction bytes of a group of :data:`LANES` pairs and find each pair's end cell.
+
+    ``queries`` (``rows * LANES``) and ``targets`` (``columns * LANES``) hold the pairs'
+    residues interleaved (residue ``x`` of lane ``l`` at ``x * LANES + l``; lanes past a
+    pair's length hold any code); ``m``/``n`` (``int32``) are the pairs' own lengths. Cell
+    ``(i, j)``'s byte of lane ``l`` goes to ``dirs[((i - 1) * (columns + 1) + j) * LANES + l]``.
+    ``ends[l]`` receives ``(score, query_end, target_end)`` by :func:`~gpualign_plugin.gotoh.
+    final_end`'s rule (local without a positive cell: ``(0, 0, 0)``).
+    """
+    alphabet = matrix.shape[1]
+    matrix_flat = matrix.ravel()
+    local = mode == LOCAL
+    floor = np.int32(0) if local else np.int32(NEG_INF)
+    neg_oe = np.int32(-(gap_open + gap_extend))
+    neg_ext = np.int32(-gap_extend)
+    state = np.empty(2 * (columns + 1) * LANES, np.int32)
+    carry = np.empty(3 * LANES, np.int32)
+    row_best = np.empty(2 * LANES, np.int32)
+    scores = np.empty(columns * LANES, np.int32)
+    row_offsets = np.empty(LANES, np.uint64)
+    for lane in range(LANES):
+        state[lane] = 0
+        state[LANES + lane] = NEG_INF
+        ends[lane, 0] = 0
+        ends[lane, 1] = 0
+        ends[lane, 2] = 0
+    for j in range(1, columns + 1):
+        for lane in range(LANES):
+            state[2 * j * LANES + lane] = -(gap_open + j * gap_extend) if mode == GLOBAL else 0
+            state[(2 * j + 1) * LANES + lane] = NEG_INF
+    for i in range(1, rows + 1):
+        for lane in range(LANES):
+            row_offsets[lane] = np.uint64(queries[(i - 1) * LANES + lane]) * np.uint64(alphabet)
+        _row_scores(matrix_flat, row_offsets, targets, columns, scores)
+        boundary = 0 if local else -(gap_open + i * gap_extend)
+        for lane in range(LANES):
+            carry[lane] = NEG_INF
+            carry[LANES + lane] = state[lane]
+            carry[2 * LANES + lane] = boundary
+            state[lane] = boundary
+            state[LANES + lane] = boundary
+        row_at = ((i - 1) * (columns + 1) + 1) * LANES
+        _sweep_row(columns, scores, state, carry, dirs[row_at:row_at + columns * LANES], neg_oe,
+                   neg_ext, floor)
+        if local:
+            _row_best(columns, state, n, row_best)
+        for lane in range(LANES):
+            if i > m[lane]:
+                continue
+            if local and row_best[lane] > ends[lane, 0]:
+                ends[lane, 0] = row_best[lane]
+                ends[lane, 1] = i
+                ends[lane, 2] = row_best[LANES + lane]
+            elif i == m[lane] and mode == GLOBAL:
+                ends[lane, 0] = state[2 * n[lane] * LANES + lane]
+                ends[lane, 1] = i
+                ends[lane, 2] = n[lane]
+            elif i == m[lane] and mode == SEMIGLOBAL:
+                ends[lane, 0] = state[lane]
+                ends[lane, 1] = i
+                for j in range(1, n[lane] + 1):
+                    if state[2 * j * LANES + lane] > ends[lane, 0]:
+                        ends[lane, 0] = state[2 * j * LANES + lane]
+                        ends[lane, 2] = j
+
+
+@njit(cache=True, nogil=True)
+def _align_group(seqs_a, offsets_a, seqs_b, offsets_b, pairs, matrix, gap_open, gap_extend, mode,
+                 out, ops, ops_offsets):
+    """Align the pairs ``pairs`` (at most :data:`LANES` indices) together with the lane kernel;
+    results as :func:`align_pairs_kernel` writes them."""
+    count = pairs.shape[0]
+    m = np.zeros(LANES, np.int32)
+    n = np.zeros(LANES, np.int32)
+    for lane in range(count):
+        k = pairs[lane]
+        m[lane] = offsets_a[k + 1] - offsets_a[k]
+        n[lane] = offsets_b[k + 1] - offsets_b[k]
+    rows = np.int64(m.max())
+    columns = np.int64(n.max())
+    queries = np.zeros(rows * LANES, np.uint8)
+    targets = np.zeros(columns * LANES, np.uint8)
+    for lane in range(count):
+        k = pairs[lane]
+        for x in range(m[lane]):
+            queries[x * LANES + lane] = seqs_a[offsets_a[k] + x]
+        for x in range(n[lane]):
+            targets[x * LANES + lane] = seqs_b[offsets_b[k] + x]
+    dirs = np.empty(rows * (columns + 1) * LANES, np.uint8)
+    ends = np.empty((LANES, 3), np.int64)
+    _fill_lanes(queries, targets, m, n, matrix, rows, columns, gap_open, gap_extend, mode, dirs, ends)
+    by_cell = dirs.reshape((rows, columns + 1, LANES))
+    for lane in range(count):
+        k = pairs[lane]
+        score, qe, te = ends[lane, 0], ends[lane, 1], ends[lane, 2]
+        qs = ts = n_ops = 0
+        if mode != LOCAL or score > 0:
+            qs, ts, _, n_ops, _ = trace_band(by_cell[:, :, lane], 0, seqs_a[offsets_a[k]:offsets_a[k + 1]],
+                                             seqs_b[offsets_b[k]:offsets_b[k + 1]], mode, qe, te, STATE_H,
+                                             ops[ops_offsets[k]:ops_offsets[k + 1]], 0)
         out[k, 0] = score
         out[k, 1] = qs
         out[k, 2] = qe
@@ -96,11 +275,84 @@ def align_batch_kernel(seqs_a, offsets_a, seqs_b, offsets_b, matrix, gap_open, g
 
 
 @njit(cache=True, parallel=True)
+def align_pairs_kernel(seqs_a, offsets_a, seqs_b, offsets_b, groups, group_offsets, singles,
+                       matrix, gap_open, gap_extend, mode, out, ops, ops_offsets, workers):
+    """Align every pair listed: the groups with the lane kernel, the singles one at a time.
+
+    Pair ``k`` is ``seqs_a[offsets_a[k]:offsets_a[k+1]]`` (rows) against the same slice of
+    ``b``. Group ``g`` is the pairs ``groups[group_offsets[g]:group_offsets[g+1]]`` (at most
+    :data:`LANES`, see :func:`lane_groups`); ``singles`` the pairs aligned alone. ``out[k]``
+    receives ``(score, qs, qe, ts, te, n_ops)``; the pair's operations (end to start) go to
+    ``ops[ops_offsets[k]:]``. Tasks (groups, then singles) are dealt to ``workers`` threads in
+    turn (``numba.get_num_threads()``, passed in: reading it here would stop Numba caching
+    this function).
+    """
+    n_groups = group_offsets.shape[0] - 1
+    tasks = n_groups + singles.shape[0]
+    for worker in prange(workers):
+        for task in range(worker, tasks, workers):
+            if task < n_groups:
+                _align_group(seqs_a, offsets_a, seqs_b, offsets_b,
+                             groups[group_offsets[task]:group_offsets[task + 1]], matrix, gap_open,
+                             gap_extend, mode, out, ops, ops_offsets)
+                continue
+            k = singles[task - n_groups]
+            a = seqs_a[offsets_a[k]:offsets_a[k + 1]]
+            b = seqs_b[offsets_b[k]:offsets_b[k + 1]]
+            score, qs, qe, ts, te, n_ops = _align_one(a, b, matrix, gap_open, gap_extend, mode,
+                                                      ops[ops_offsets[k]:ops_offsets[k + 1]])
+            out[k, 0] = score
+            out[k, 1] = qs
+            out[k, 2] = qe
+            out[k, 3] = ts
+            out[k, 4] = te
+            out[k, 5] = n_ops
+
+
+def lane_groups(query_lengths: np.ndarray, target_lengths: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which pairs the lane kernel aligns together, and which alone.
+
+    Pairs with both sequences non-empty and at most :data:`LANE_PAIR_CELLS` cells are sorted
+    by query length and cut into bins of :data:`SORT_BIN` groups; each bin is sorted by target
+    length and cut into groups of :data:`LANES`, so a group's pairs are alike in both
+    lengths. A group whose pairs fill less than half of its largest rows x columns times
+    :data:`LANES` (shapes too different, or a last group of few pairs) is aligned pair by
+    pair instead.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        ``groups`` (pair indices, group after group), ``group_offsets`` (``len + 1`` bounds)
+        and ``singles`` (pair indices aligned alone), all ``int64``.
+    """
+    m = np.asarray(query_lengths, dtype=np.int64)
+    n = np.asarray(target_lengths, dtype=np.int64)
+    cells = m * n
+    eligible = np.flatnonzero((cells > 0) & (cells <= LANE_PAIR_CELLS))
+    by_query = eligible[np.lexsort((n[eligible], m[eligible]))]
+    in_bin = np.arange(len(by_query)) // (SORT_BIN * LANES)
+    order = by_query[np.lexsort((m[by_query], n[by_query], in_bin))]
+    starts = np.arange(0, len(order), LANES)
+    rows = np.maximum.reduceat(m[order], starts) if len(order) else np.empty(0, np.int64)
+    columns = np.maximum.reduceat(n[order], starts) if len(order) else np.empty(0, np.int64)
+    real = np.add.reduceat(cells[order], starts) if len(order) else np.empty(0, np.int64)
+    kept = 2 * real >= LANES * rows * columns
+    sizes = np.minimum(LANES, len(order) - starts)
+    in_kept = np.repeat(kept, sizes)
+    groups = order[in_kept]
+    group_offsets = np.concatenate(([0], np.cumsum(sizes[kept]))).astype(np.int64)
+    alone = np.ones(len(m), dtype=bool)
+    alone[groups] = False
+    return groups, group_offsets, np.flatnonzero(alone).astype(np.int64)
+
+
+@njit(cache=True, parallel=True)
 def runs_from_ops(ops, ops_offsets, n_ops):
     """CIGAR runs (``length << 2 | op``, forward order) of every pair from its path operations.
 
     Pair ``k``'s ``n_ops[k]`` operations are ``ops[ops_offsets[k]:]``, end to start (as
-    :func:`align_batch_kernel` writes them). Returns ``(runs, run_offsets)`` in the layout
+    :func:`align_pairs_kernel` writes them). Returns ``(runs, run_offsets)`` in the layout
     of :class:`gpualign_plugin.model.AlignmentColumns`.
     """
     count = n_ops.shape[0]

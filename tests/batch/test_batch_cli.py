@@ -204,7 +204,7 @@ def test_no_pairs_align_to_nothing_without_loading_the_cpu_kernel(monkeypatch):
     def refuse(*args):
         raise AssertionError("the CPU batch kernel was called")
 
-    monkeypatch.setattr(cpu, "align_batch_kernel", refuse)
+    monkeypatch.setattr(cpu, "align_pairs_kernel", refuse)
     assert api.align_batch([], ScoringScheme.dna(), "local") == []
     with pytest.raises(AssertionError):
         api.align_batch([(np.zeros(3, np.uint8), np.zeros(4, np.uint8))], ScoringScheme.dna(), "local")

@@ -1,0 +1,125 @@
+"""The CPU batch engine's lane kernel (many pairs in the vector lanes) against the oracles.
+
+:func:`gpualign_plugin.batch.cpu.lane_groups` decides which pairs share a group; every test
+here checks first that the pairs it builds do form groups, so the lane kernel is what runs.
+Results are compared with the plain-Python Gotoh of ``tests/oracles.py`` (small pairs) and
+with the pairwise engine pair by pair (large ones), and every CIGAR is re-scored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracles import gotoh
+
+from gpualign_plugin.batch import cpu
+from gpualign_plugin.batch.api import align_columns
+from gpualign_plugin.batch.columns import SequencePairs
+from gpualign_plugin.model import score_cigar
+from gpualign_plugin.pairwise.api import align_pair
+from gpualign_plugin.pairwise.modes import MODES
+from gpualign_plugin.scoring import ScoringScheme
+
+DNA = ScoringScheme.dna()
+TIES = ScoringScheme.dna(1, -1, 0, 1)
+PROTEIN = ScoringScheme.from_matrix("PAM30", gap_open=9, gap_extend=1)
+
+
+def mutated(rng, codes, letters, rate):
+    """A copy of ``codes`` with substitutions, insertions and deletions at ``rate`` each."""
+    out = []
+    for code in codes.tolist():
+        r = rng.random()
+        if r < rate:
+            continue
+        out.append(int(rng.integers(letters)) if r < 2 * rate else code)
+        if rng.random() < rate:
+            out.append(int(rng.integers(letters)))
+    return np.array(out, dtype=np.uint8)
+
+
+def mixed_pairs(rng, scheme, count, low, high):
+    """Related, unrelated, repeat (tie-heavy) and N-rich pairs of lengths ``low..high``."""
+    letters = len(scheme.alphabet.letters)
+    plain = 4 if scheme.is_dna else 20
+    pairs = []
+    for k in range(count):
+        q = rng.integers(0, plain, int(rng.integers(low, high + 1))).astype(np.uint8)
+        kind = k % 4
+        if kind == 0:
+            t = mutated(rng, q, plain, 0.1)
+        elif kind == 1:
+            t = rng.integers(0, plain, int(rng.integers(low, high + 1))).astype(np.uint8)
+        elif kind == 2:
+            unit = rng.integers(0, plain, int(rng.integers(1, 4))).astype(np.uint8)
+            q = np.resize(unit, len(q))
+            t = np.resize(unit, int(rng.integers(low, high + 1)))
+        else:
+            t = mutated(rng, q, plain, 0.05)
+            t[rng.random(len(t)) < 0.3] = letters - 1  # N (DNA) or the last matrix code
+        if len(t) == 0:
+            t = q[:1].copy()
+        pairs.append((q, t))
+    return pairs
+
+
+def lanes_run(pairs) -> None:
+    """The pairs must form at least one lane group (else the lane kernel is not under test)."""
+    groups, group_offsets, singles = cpu.lane_groups(np.array([len(q) for q, _ in pairs]),
+                                                     np.array([len(t) for _, t in pairs]))
+    assert len(group_offsets) > 1 and len(groups) > len(singles)
+
+
+def assert_rescores(alignment, q, t, scheme):
+    assert score_cigar(alignment.cigar, q[alignment.query_start:alignment.query_end],
+                       t[alignment.target_start:alignment.target_end], scheme) == alignment.score
+
+
+def test_lane_groups_partition_the_pairs_into_full_groups_of_similar_pairs():
+    rng = np.random.default_rng(1)
+    m = np.concatenate([rng.integers(0, 300, 5000), [513, 1, 600], rng.integers(100, 120, 300)])
+    n = np.concatenate([rng.integers(0, 300, 5000), [512, 1, 10], rng.integers(100, 120, 300)])
+    groups, group_offsets, singles = cpu.lane_groups(m, n)
+    assert sorted(np.concatenate([groups, singles]).tolist()) == list(range(len(m)))
+    assert len(group_offsets) > 10
+    for g in range(len(group_offsets) - 1):
+        members = groups[group_offsets[g]:group_offsets[g + 1]]
+        assert 0 < len(members) <= cpu.LANES
+        assert 2 * (m[members] * n[members]).sum() >= cpu.LANES * m[members].max() * n[members].max()
+    grouped = np.zeros(len(m), dtype=bool)
+    grouped[groups] = True
+    assert not grouped[(m == 0) | (n == 0) | (m * n > cpu.LANE_PAIR_CELLS)].any()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("scheme", [DNA, TIES, PROTEIN], ids=["dna", "ties", "protein"])
+def test_lane_kernel_equals_the_plain_python_gotoh(scheme, mode):
+    rng = np.random.default_rng(10 + MODES.index(mode))
+    pairs = mixed_pairs(rng, scheme, 200, 12, 24)
+    # Whole groups of extreme shapes: one row, one column, one cell.
+    for m, n in ((1, 1), (1, 20), (20, 1)):
+        pairs += [(rng.integers(0, 4, m).astype(np.uint8), rng.integers(0, 4, n).astype(np.uint8))
+                  for _ in range(cpu.LANES)]
+    lanes_run(pairs)
+    got = align_columns(SequencePairs.from_list(pairs), scheme, mode).pairs()
+    for (q, t), alignment in zip(pairs, got):
+        score, qs, qe, ts, te, cigar = gotoh(q, t, scheme.matrix, scheme.gap_open, scheme.gap_extend, mode)
+        assert (alignment.score, alignment.query_start, alignment.query_end, alignment.target_start,
+                alignment.target_end, str(alignment.cigar) if cigar else "") == (score, qs, qe, ts, te, cigar)
+        if cigar:
+            assert_rescores(alignment, q, t, scheme)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lane_kernel_equals_the_pairwise_engine_on_groups_of_the_largest_pairs(mode):
+    # 512 x 512 pairs are the largest a group takes (LANE_PAIR_CELLS); one just above goes alone.
+    rng = np.random.default_rng(20 + MODES.index(mode))
+    pairs = mixed_pairs(rng, DNA, 70, 500, 512)
+    pairs = [(q, t[:512]) for q, t in pairs]
+    pairs.append((rng.integers(0, 4, 513).astype(np.uint8), rng.integers(0, 4, 512).astype(np.uint8)))
+    lanes_run(pairs)
+    got = align_columns(SequencePairs.from_list(pairs), DNA, mode).pairs()
+    for (q, t), alignment in zip(pairs, got):
+        assert alignment == align_pair(q, t, DNA, mode)
+        if alignment.cigar.runs:
+            assert_rescores(alignment, q, t, DNA)
