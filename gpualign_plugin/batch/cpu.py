@@ -266,12 +266,18 @@ def _align_group(seqs_a, offsets_a, seqs_b, offsets_b, pairs, matrix, gap_open, 
             qs, ts, _, n_ops, _ = trace_band(by_cell[:, :, lane], 0, seqs_a[offsets_a[k]:offsets_a[k + 1]],
                                              seqs_b[offsets_b[k]:offsets_b[k + 1]], mode, qe, te, STATE_H,
                                              ops[ops_offsets[k]:ops_offsets[k + 1]], 0)
-        out[k, 0] = score
-        out[k, 1] = qs
-        out[k, 2] = qe
-        out[k, 3] = ts
-        out[k, 4] = te
-        out[k, 5] = n_ops
+        _put(out, k, score, qs, qe, ts, te, n_ops)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put(out, k, score, qs, qe, ts, te, n_ops):
+    """Write pair ``k``'s ``(score, qs, qe, ts, te, n_ops)`` to ``out[k]``."""
+    out[k, 0] = score
+    out[k, 1] = qs
+    out[k, 2] = qe
+    out[k, 3] = ts
+    out[k, 4] = te
+    out[k, 5] = n_ops
 
 
 @njit(cache=True, parallel=True)
@@ -301,12 +307,7 @@ def align_pairs_kernel(seqs_a, offsets_a, seqs_b, offsets_b, groups, group_offse
             b = seqs_b[offsets_b[k]:offsets_b[k + 1]]
             score, qs, qe, ts, te, n_ops = _align_one(a, b, matrix, gap_open, gap_extend, mode,
                                                       ops[ops_offsets[k]:ops_offsets[k + 1]])
-            out[k, 0] = score
-            out[k, 1] = qs
-            out[k, 2] = qe
-            out[k, 3] = ts
-            out[k, 4] = te
-            out[k, 5] = n_ops
+            _put(out, k, score, qs, qe, ts, te, n_ops)
 
 
 def lane_groups(query_lengths: np.ndarray, target_lengths: np.ndarray
