@@ -264,6 +264,24 @@ class ScoringScheme:
         """True for the DNA alphabet (both strands can be aligned)."""
         return self.alphabet is DNA
 
+    def match_mismatch(self) -> tuple[int, int, int] | None:
+        """``(match, mismatch, ambiguity)`` when the matrix has :meth:`dna`'s form, else None.
+
+        That form: ``match`` between equal codes of A, C, G, T (codes 0-3), ``mismatch``
+        between different ones, ``ambiguity`` wherever either code is another IUPAC letter.
+        Read from the matrix itself, so a named DNA matrix of that shape qualifies too. The
+        CPU batch kernel then computes each cell's score from the two codes instead of
+        looking it up.
+        """
+        if not self.is_dna:
+            return None
+        bases = self.matrix[:4, :4]
+        match, mismatch = int(bases[0, 0]), int(bases[0, 1])
+        ambiguity = int(self.matrix[-1, -1])
+        expected = np.full(self.matrix.shape, ambiguity)
+        expected[:4, :4] = np.where(np.eye(4, dtype=bool), match, mismatch)
+        return (match, mismatch, ambiguity) if np.array_equal(self.matrix, expected) else None
+
     @property
     def fits_int8(self) -> bool:
         """Whether every substitution score is within int8 (-128..127): the GPU long-pair

@@ -190,3 +190,13 @@ def test_a_protein_matrix_without_gap_options_takes_blastps_default(tmp_path):
     assert (scheme.name, scheme.gap_open, scheme.gap_extend) == ("BLOSUM62", 11, 1)
     scheme = scheme_from_args(parser.parse_args(["--matrix", "NUC.4.4"]))
     assert (scheme.gap_open, scheme.gap_extend) == (5, 2)
+
+
+def test_match_mismatch_form_is_read_from_the_matrix():
+    assert ScoringScheme.dna().match_mismatch() == (2, -3, -1)
+    assert ScoringScheme.dna(1, -1, 0, 1, ambiguity=0).match_mismatch() == (1, -1, 0)
+    assert ScoringScheme.from_matrix("BLOSUM62").match_mismatch() is None
+    assert ScoringScheme.from_matrix("NUC.4.4").match_mismatch() is None  # IUPAC partial matches
+    scheme = ScoringScheme.dna()
+    scheme.matrix[4, 14] = -2  # one ambiguity pair scored apart
+    assert scheme.match_mismatch() is None

@@ -101,6 +101,7 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backen
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     matrix = np.ascontiguousarray(scheme.matrix, dtype=np.int32)
+    identity = np.array(scheme.match_mismatch() or (), dtype=np.int32)
     parts = []
     for start in range(0, len(pairs), CPU_CHUNK_PAIRS):
         index = np.arange(start, min(start + CPU_CHUNK_PAIRS, len(pairs)))
@@ -112,8 +113,8 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backen
         out = np.empty((len(chunk), 6), dtype=np.int64)
         groups, group_offsets, singles = cpu.lane_groups(chunk.query_lengths, chunk.target_lengths)
         cpu.align_pairs_kernel(qs, q_offsets, ts, t_offsets, groups, group_offsets, singles, matrix,
-                               scheme.gap_open, scheme.gap_extend, mode_code, out, ops, ops_offsets,
-                               numba.get_num_threads())
+                               identity, scheme.gap_open, scheme.gap_extend, mode_code, out, ops,
+                               ops_offsets, numba.get_num_threads())
         runs, run_offsets = cpu.runs_from_ops(ops, ops_offsets, out[:, 5].copy())
         parts.append((index, AlignmentColumns(*(out[:, c].copy() for c in range(5)), runs, run_offsets)))
         if progress is not None:

@@ -121,6 +121,19 @@ def _row_scores(matrix_flat, row_offsets, targets, columns, scores):
 
 
 @njit(cache=True, nogil=True)
+def _row_scores_by_identity(query_row, targets, columns, scores, match, mismatch, ambiguity):
+    """:func:`_row_scores` for a matrix of :meth:`~gpualign_plugin.scoring.ScoringScheme.
+    match_mismatch`'s form, from the codes alone (``query_row``: the row's ``LANES`` query
+    codes): no lookup, so LLVM vectorises it (about 3x the gather's rate)."""
+    for j in range(columns):
+        for lane in range(LANES):
+            query = query_row[lane]
+            target = targets[j * LANES + lane]
+            base_score = match if query == target else mismatch
+            scores[j * LANES + lane] = ambiguity if max(query, target) >= 4 else base_score
+
+
+@njit(cache=True, nogil=True)
 def _sweep_row(columns, scores, state, carry, dirs, neg_oe, neg_ext, floor):
     """Advance every lane of a group from row ``i-1`` to row ``i`` and store the row's direction bytes.
 
@@ -164,14 +177,16 @@ def _row_best(columns, state, target_lengths, best):
 
 
 @njit(cache=True, nogil=True)
-def _fill_lanes(queries, targets, m, n, matrix, rows, columns, gap_open, gap_extend, mode, dirs,
-                ends):
+def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend, mode,
+                dirs, ends):
     """Fill the direction bytes of a group of :data:`LANES` pairs and find each pair's end cell.
 
     ``queries`` (``rows * LANES``) and ``targets`` (``columns * LANES``) hold the pairs'
     residues interleaved (residue ``x`` of lane ``l`` at ``x * LANES + l``; lanes past a
     pair's length hold any code); ``m``/``n`` (``int32``) are the pairs' own lengths. Cell
     ``(i, j)``'s byte of lane ``l`` goes to ``dirs[((i - 1) * (columns + 1) + j) * LANES + l]``.
+    ``identity`` is ``(match, mismatch, ambiguity)`` of a matrix of that form (``int32``, see
+    :func:`_row_scores_by_identity`), or empty: look every score up in ``matrix``.
     ``ends[l]`` receives ``(score, query_end, target_end)`` by :func:`~gpualign_plugin.gotoh.
     final_end`'s rule (local without a positive cell: ``(0, 0, 0)``).
     """
@@ -197,9 +212,13 @@ def _fill_lanes(queries, targets, m, n, matrix, rows, columns, gap_open, gap_ext
             state[2 * j * LANES + lane] = -(gap_open + j * gap_extend) if mode == GLOBAL else 0
             state[(2 * j + 1) * LANES + lane] = NEG_INF
     for i in range(1, rows + 1):
-        for lane in range(LANES):
-            row_offsets[lane] = np.uint64(queries[(i - 1) * LANES + lane]) * np.uint64(alphabet)
-        _row_scores(matrix_flat, row_offsets, targets, columns, scores)
+        if identity.shape[0]:
+            _row_scores_by_identity(queries[(i - 1) * LANES:i * LANES], targets, columns, scores,
+                                    identity[0], identity[1], identity[2])
+        else:
+            for lane in range(LANES):
+                row_offsets[lane] = np.uint64(queries[(i - 1) * LANES + lane]) * np.uint64(alphabet)
+            _row_scores(matrix_flat, row_offsets, targets, columns, scores)
         boundary = 0 if local else -(gap_open + i * gap_extend)
         for lane in range(LANES):
             carry[lane] = NEG_INF
@@ -233,8 +252,8 @@ def _fill_lanes(queries, targets, m, n, matrix, rows, columns, gap_open, gap_ext
 
 
 @njit(cache=True, nogil=True)
-def _align_group(seqs_a, offsets_a, seqs_b, offsets_b, pairs, matrix, gap_open, gap_extend, mode,
-                 out, ops, ops_offsets):
+def _align_group(seqs_a, offsets_a, seqs_b, offsets_b, pairs, matrix, identity, gap_open,
+                 gap_extend, mode, out, ops, ops_offsets):
     """Align the pairs ``pairs`` (at most :data:`LANES` indices) together with the lane kernel;
     results as :func:`align_pairs_kernel` writes them."""
     count = pairs.shape[0]
@@ -256,7 +275,8 @@ def _align_group(seqs_a, offsets_a, seqs_b, offsets_b, pairs, matrix, gap_open, 
             targets[x * LANES + lane] = seqs_b[offsets_b[k] + x]
     dirs = np.empty(rows * (columns + 1) * LANES, np.uint8)
     ends = np.empty((LANES, 3), np.int64)
-    _fill_lanes(queries, targets, m, n, matrix, rows, columns, gap_open, gap_extend, mode, dirs, ends)
+    _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend, mode,
+                dirs, ends)
     by_cell = dirs.reshape((rows, columns + 1, LANES))
     for lane in range(count):
         k = pairs[lane]
@@ -282,12 +302,13 @@ def _put(out, k, score, qs, qe, ts, te, n_ops):
 
 @njit(cache=True, parallel=True)
 def align_pairs_kernel(seqs_a, offsets_a, seqs_b, offsets_b, groups, group_offsets, singles,
-                       matrix, gap_open, gap_extend, mode, out, ops, ops_offsets, workers):
+                       matrix, identity, gap_open, gap_extend, mode, out, ops, ops_offsets, workers):
     """Align every pair listed: the groups with the lane kernel, the singles one at a time.
 
     Pair ``k`` is ``seqs_a[offsets_a[k]:offsets_a[k+1]]`` (rows) against the same slice of
     ``b``. Group ``g`` is the pairs ``groups[group_offsets[g]:group_offsets[g+1]]`` (at most
-    :data:`LANES`, see :func:`lane_groups`); ``singles`` the pairs aligned alone. ``out[k]``
+    :data:`LANES`, see :func:`lane_groups`); ``singles`` the pairs aligned alone. ``identity``
+    as for :func:`_fill_lanes`. ``out[k]``
     receives ``(score, qs, qe, ts, te, n_ops)``; the pair's operations (end to start) go to
     ``ops[ops_offsets[k]:]``. Tasks (groups, then singles) are dealt to ``workers`` threads in
     turn (``numba.get_num_threads()``, passed in: reading it here would stop Numba caching
@@ -299,8 +320,8 @@ def align_pairs_kernel(seqs_a, offsets_a, seqs_b, offsets_b, groups, group_offse
         for task in range(worker, tasks, workers):
             if task < n_groups:
                 _align_group(seqs_a, offsets_a, seqs_b, offsets_b,
-                             groups[group_offsets[task]:group_offsets[task + 1]], matrix, gap_open,
-                             gap_extend, mode, out, ops, ops_offsets)
+                             groups[group_offsets[task]:group_offsets[task + 1]], matrix, identity,
+                             gap_open, gap_extend, mode, out, ops, ops_offsets)
                 continue
             k = singles[task - n_groups]
             a = seqs_a[offsets_a[k]:offsets_a[k + 1]]

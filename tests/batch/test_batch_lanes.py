@@ -3,7 +3,8 @@
 :func:`gpualign_plugin.batch.cpu.lane_groups` decides which pairs share a group; every test
 here checks first that the pairs it builds do form groups, so the lane kernel is what runs.
 Results are compared with the plain-Python Gotoh of ``tests/oracles.py`` (small pairs) and
-with the pairwise engine pair by pair (large ones), and every CIGAR is re-scored.
+with the pairwise engine pair by pair (large ones), and every CIGAR is re-scored. DNA schemes
+of match/mismatch form take the kernel's computed scores, NUC.4.4 and PAM30 its lookups.
 """
 
 from __future__ import annotations
@@ -56,11 +57,15 @@ def mixed_pairs(rng, scheme, count, low, high):
             t = np.resize(unit, int(rng.integers(low, high + 1)))
         else:
             t = mutated(rng, q, plain, 0.05)
-            t[rng.random(len(t)) < 0.3] = letters - 1  # N (DNA) or the last matrix code
+            ambiguous = rng.random(len(t)) < 0.3  # IUPAC codes and N (DNA), rare codes (protein)
+            t[ambiguous] = rng.integers(plain, letters, int(ambiguous.sum()))
         if len(t) == 0:
             t = q[:1].copy()
         pairs.append((q, t))
     return pairs
+
+
+NUC44 = ScoringScheme.from_matrix("NUC.4.4")  # DNA, but its scores must be looked up
 
 
 def lanes_run(pairs) -> None:
@@ -92,7 +97,7 @@ def test_lane_groups_partition_the_pairs_into_full_groups_of_similar_pairs():
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("scheme", [DNA, TIES, PROTEIN], ids=["dna", "ties", "protein"])
+@pytest.mark.parametrize("scheme", [DNA, TIES, NUC44, PROTEIN], ids=["dna", "ties", "nuc44", "protein"])
 def test_lane_kernel_equals_the_plain_python_gotoh(scheme, mode):
     rng = np.random.default_rng(10 + MODES.index(mode))
     pairs = mixed_pairs(rng, scheme, 200, 12, 24)
