@@ -41,6 +41,9 @@ LANE_PAIR_CELLS = 1 << 18
 ``LANES * rows * (columns + 1)`` direction bytes for its largest rows and columns, and a
 group is at least half real cells (:func:`lane_groups`): at most 32 MiB."""
 
+LOW16 = -32768
+"""Minus infinity of the 16-bit lanes: saturating additions keep it there."""
+
 SORT_BIN = 8
 """Groups per bin of pairs of similar query length, inside which :func:`lane_groups` sorts
 the pairs by target length."""
@@ -161,24 +164,43 @@ def _sweep_row(columns, scores, state, carry, dirs, neg_oe, neg_ext, floor):
 
 
 @njit(cache=True, nogil=True)
-def _row_best(columns, state, target_lengths, best):
-    """Each lane's largest ``H`` of the row in ``state`` over its own columns ``1..n``, at its
-    smallest column: ``best[lane]`` and ``best[LANES + lane]`` (local mode's end-cell rule)."""
+def _row_best(columns, state, target_lengths, best, best_column, low):
+    """Each lane's largest ``H`` of the row in ``state`` over its own columns ``1..n``
+    (``best``, lane type) at its smallest column (``best_column``, ``int32``): local mode's
+    end-cell rule. ``low`` is the lanes' minus infinity."""
     for lane in range(LANES):
-        best[lane] = np.int32(NEG_INF)
-        best[LANES + lane] = 0
+        best[lane] = low
+        best_column[lane] = 0
     for j in range(columns):
         at = 2 * LANES + j * 2 * LANES
         column = np.int32(j + 1)
         for lane in range(LANES):
-            h = state[at + lane] if column <= target_lengths[lane] else np.int32(NEG_INF)
-            best[LANES + lane] = column if h > best[lane] else best[LANES + lane]
+            h = state[at + lane] if column <= target_lengths[lane] else low
+            best_column[lane] = column if h > best[lane] else best_column[lane]
             best[lane] = maximum(best[lane], h)
 
 
 @njit(cache=True, nogil=True)
+def _fits_int16(matrix, gap_open, gap_extend, rows, columns):
+    """Whether a group of ``rows`` x ``columns`` is exact in saturating 16-bit lanes.
+
+    Every value the recurrence derives from real cells lies within ``[-bottom, top]``:
+    ``H <= max(s, 0) * min(rows, columns)``; global and semiglobal ``H(i, j) >= H(i, 0) -
+    (o + e j) >= -(2 o + e (rows + columns))``, and ``E``, ``F``, the diagonal and the gap-open
+    candidates are at most ``o + e`` or ``|min s|`` below an ``H``. With ``step`` more for
+    one addition, nothing real reaches -32768 or 32767, so no addition saturates but those of
+    minus infinity (-32768), which stays minus infinity and loses every maximum as the 32-bit
+    lanes' ``-2^30`` does: the values, hence the direction bytes, are the 32-bit ones.
+    """
+    top = max(matrix.max(), 0) * min(rows, columns)
+    bottom = 3 * gap_open + gap_extend * (rows + columns + 1) - min(matrix.min(), 0)
+    step = 2 * (gap_open + gap_extend) + max(matrix.max(), -matrix.min())
+    return max(top, bottom) + step < 32767
+
+
+@njit(cache=True, nogil=True)
 def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend, mode,
-                dirs, ends):
+                dirs, ends, neg_oe, neg_ext, low, zero):
     """Fill the direction bytes of a group of :data:`LANES` pairs and find each pair's end cell.
 
     ``queries`` (``rows * LANES``) and ``targets`` (``columns * LANES``) hold the pairs'
@@ -189,28 +211,29 @@ def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_ope
     :func:`_row_scores_by_identity`), or empty: look every score up in ``matrix``.
     ``ends[l]`` receives ``(score, query_end, target_end)`` by :func:`~gpualign_plugin.gotoh.
     final_end`'s rule (local without a positive cell: ``(0, 0, 0)``).
+
+    The lanes compute in the type of ``neg_oe = -(open + extend)``, ``neg_ext = -extend``,
+    ``low`` (minus infinity) and ``zero``: ``int16`` (saturating; only where
+    :func:`_fits_int16`) or ``int32``.
     """
     alphabet = matrix.shape[1]
     matrix_flat = matrix.ravel()
     local = mode == LOCAL
-    floor = np.int32(0) if local else np.int32(NEG_INF)
-    neg_oe = np.int32(-(gap_open + gap_extend))
-    neg_ext = np.int32(-gap_extend)
-    state = np.empty(2 * (columns + 1) * LANES, np.int32)
-    carry = np.empty(3 * LANES, np.int32)
-    row_best = np.empty(2 * LANES, np.int32)
-    scores = np.empty(columns * LANES, np.int32)
+    floor = zero if local else low
+    state = np.full(2 * (columns + 1) * LANES, low)
+    carry = np.full(3 * LANES, low)
+    row_best = np.full(LANES, low)
+    row_best_column = np.zeros(LANES, np.int32)
+    scores = np.full(columns * LANES, zero)
     row_offsets = np.empty(LANES, np.uint64)
     for lane in range(LANES):
         state[lane] = 0
-        state[LANES + lane] = NEG_INF
         ends[lane, 0] = 0
         ends[lane, 1] = 0
         ends[lane, 2] = 0
     for j in range(1, columns + 1):
         for lane in range(LANES):
             state[2 * j * LANES + lane] = -(gap_open + j * gap_extend) if mode == GLOBAL else 0
-            state[(2 * j + 1) * LANES + lane] = NEG_INF
     for i in range(1, rows + 1):
         if identity.shape[0]:
             _row_scores_by_identity(queries[(i - 1) * LANES:i * LANES], targets, columns, scores,
@@ -221,7 +244,7 @@ def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_ope
             _row_scores(matrix_flat, row_offsets, targets, columns, scores)
         boundary = 0 if local else -(gap_open + i * gap_extend)
         for lane in range(LANES):
-            carry[lane] = NEG_INF
+            carry[lane] = low
             carry[LANES + lane] = state[lane]
             carry[2 * LANES + lane] = boundary
             state[lane] = boundary
@@ -230,14 +253,14 @@ def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_ope
         _sweep_row(columns, scores, state, carry, dirs[row_at:row_at + columns * LANES], neg_oe,
                    neg_ext, floor)
         if local:
-            _row_best(columns, state, n, row_best)
+            _row_best(columns, state, n, row_best, row_best_column, low)
         for lane in range(LANES):
             if i > m[lane]:
                 continue
             if local and row_best[lane] > ends[lane, 0]:
                 ends[lane, 0] = row_best[lane]
                 ends[lane, 1] = i
-                ends[lane, 2] = row_best[LANES + lane]
+                ends[lane, 2] = row_best_column[lane]
             elif i == m[lane] and mode == GLOBAL:
                 ends[lane, 0] = state[2 * n[lane] * LANES + lane]
                 ends[lane, 1] = i
@@ -275,8 +298,14 @@ def _align_group(seqs_a, offsets_a, seqs_b, offsets_b, pairs, matrix, identity, 
             targets[x * LANES + lane] = seqs_b[offsets_b[k] + x]
     dirs = np.empty(rows * (columns + 1) * LANES, np.uint8)
     ends = np.empty((LANES, 3), np.int64)
-    _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend, mode,
-                dirs, ends)
+    if _fits_int16(matrix, gap_open, gap_extend, rows, columns):
+        _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend,
+                    mode, dirs, ends, np.int16(-(gap_open + gap_extend)), np.int16(-gap_extend),
+                    np.int16(LOW16), np.int16(0))
+    else:
+        _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend,
+                    mode, dirs, ends, np.int32(-(gap_open + gap_extend)), np.int32(-gap_extend),
+                    np.int32(NEG_INF), np.int32(0))
     by_cell = dirs.reshape((rows, columns + 1, LANES))
     for lane in range(count):
         k = pairs[lane]

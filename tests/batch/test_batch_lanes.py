@@ -66,6 +66,7 @@ def mixed_pairs(rng, scheme, count, low, high):
 
 
 NUC44 = ScoringScheme.from_matrix("NUC.4.4")  # DNA, but its scores must be looked up
+WIDE = ScoringScheme.dna(2000, -1500, 1000, 800)  # too wide for the 16-bit lanes
 
 
 def lanes_run(pairs) -> None:
@@ -97,7 +98,8 @@ def test_lane_groups_partition_the_pairs_into_full_groups_of_similar_pairs():
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("scheme", [DNA, TIES, NUC44, PROTEIN], ids=["dna", "ties", "nuc44", "protein"])
+@pytest.mark.parametrize("scheme", [DNA, TIES, NUC44, PROTEIN, WIDE],
+                         ids=["dna", "ties", "nuc44", "protein", "wide-32-bit"])
 def test_lane_kernel_equals_the_plain_python_gotoh(scheme, mode):
     rng = np.random.default_rng(10 + MODES.index(mode))
     pairs = mixed_pairs(rng, scheme, 200, 12, 24)
@@ -106,6 +108,7 @@ def test_lane_kernel_equals_the_plain_python_gotoh(scheme, mode):
         pairs += [(rng.integers(0, 4, m).astype(np.uint8), rng.integers(0, 4, n).astype(np.uint8))
                   for _ in range(cpu.LANES)]
     lanes_run(pairs)
+    assert cpu._fits_int16(scheme.matrix, scheme.gap_open, scheme.gap_extend, 24, 24) == (scheme is not WIDE)
     got = align_columns(SequencePairs.from_list(pairs), scheme, mode).pairs()
     for (q, t), alignment in zip(pairs, got):
         score, qs, qe, ts, te, cigar = gotoh(q, t, scheme.matrix, scheme.gap_open, scheme.gap_extend, mode)
@@ -128,3 +131,44 @@ def test_lane_kernel_equals_the_pairwise_engine_on_groups_of_the_largest_pairs(m
         assert alignment == align_pair(q, t, DNA, mode)
         if alignment.cigar.runs:
             assert_rescores(alignment, q, t, DNA)
+
+
+def value_range(q, t, matrix, gap_open, gap_extend, mode):
+    """The smallest and largest H, E and F of real cells (E, F from row/column 1 on), plain Python."""
+    neg = -(1 << 40)
+    m, n = len(q), len(t)
+    oe = gap_open + gap_extend
+    H = [[0] * (n + 1) for _ in range(m + 1)]
+    E = [[neg] * (n + 1) for _ in range(m + 1)]
+    F = [[neg] * (n + 1) for _ in range(m + 1)]
+    for j in range(1, n + 1):
+        H[0][j] = -(gap_open + j * gap_extend) if mode == "global" else 0
+    values = []
+    for i in range(1, m + 1):
+        H[i][0] = 0 if mode == "local" else -(gap_open + i * gap_extend)
+        for j in range(1, n + 1):
+            E[i][j] = max(H[i][j - 1] - oe, E[i][j - 1] - gap_extend)
+            F[i][j] = max(H[i - 1][j] - oe, F[i - 1][j] - gap_extend)
+            H[i][j] = max(H[i - 1][j - 1] + int(matrix[q[i - 1]][t[j - 1]]), E[i][j], F[i][j],
+                          0 if mode == "local" else neg)
+            values += [H[i][j], E[i][j], F[i][j]]
+    return min(values), max(values)
+
+
+def test_the_16_bit_bound_holds_for_every_real_value():
+    # _fits_int16 rests on -bottom <= H, E, F <= top for every real cell; check it on the
+    # plain-Python recurrence, with schemes whose gaps or matches dominate in turn.
+    rng = np.random.default_rng(30)
+    for scheme in (DNA, TIES, PROTEIN, ScoringScheme.dna(7, -11, 0, 9), ScoringScheme.dna(9, -1, 40, 1)):
+        matrix = scheme.matrix
+        for _ in range(40):
+            q = rng.integers(0, 4, int(rng.integers(1, 30))).astype(np.uint8)
+            t = mutated(rng, q, 4, 0.2) if rng.random() < 0.5 else rng.integers(0, 4, 30).astype(np.uint8)
+            if len(t) == 0:
+                continue
+            rows, columns = len(q), len(t)
+            top = max(int(matrix.max()), 0) * min(rows, columns)
+            bottom = 3 * scheme.gap_open + scheme.gap_extend * (rows + columns + 1) - min(int(matrix.min()), 0)
+            for mode in MODES:
+                low, high = value_range(q, t, matrix, scheme.gap_open, scheme.gap_extend, mode)
+                assert -bottom <= low and high <= top
