@@ -8,8 +8,8 @@ Two kernels align pairs, on every thread (``prange``) at once:
   similar size together, one pair per vector lane (inter-sequence SIMD, as the database
   search scores its targets): the pairs' residues are interleaved, row ``i`` of every pair
   is computed in one sweep over the columns with the lane loop innermost and every value
-  kept in 32 bits (:func:`~gpualign_plugin.gotoh.lane_cell`), which LLVM turns into vector
-  instructions. Each cell's direction byte is stored (``LANES`` bytes per cell of the
+  kept in the lanes' width (:func:`~gpualign_plugin.gotoh.lane_cell`: 16 bits where
+  :func:`_fits_int16` proves it exact, else 32), which LLVM turns into vector instructions. Each cell's direction byte is stored (``LANES`` bytes per cell of the
   group's largest rows x columns), then each pair's path is walked with
   :func:`~gpualign_plugin.gotoh.trace_band`. Cells beyond a pair's own length are computed
   but never read: a cell depends only on cells above and to its left, and the end cell is
@@ -31,10 +31,10 @@ from gpualign_plugin.runtime.lanes import add, maximum
 from gpualign_plugin.scoring import NEG_INF
 
 LANES = 64
-"""Pairs the lane kernel aligns at once. With 32-bit values that is eight AVX2 vectors per
-column step: independent work enough to hide the instruction latencies, and a lane loop long
-enough that LLVM keeps it a loop and vectorises it (it unrolls a 16- or 32-lane loop
-completely, and then does not vectorise it)."""
+"""Pairs the lane kernel aligns at once: four AVX2 vectors per column step with 16-bit
+values, eight with 32-bit ones; independent work enough to hide the instruction latencies,
+and a lane loop long enough that LLVM keeps it a loop and vectorises it (it unrolls a 16- or
+32-lane loop completely, and then does not vectorise it)."""
 
 LANE_PAIR_CELLS = 1 << 18
 """The largest pair (``m * n`` cells) the lane kernel takes (512 x 512). A group holds
@@ -127,7 +127,8 @@ def _row_scores(matrix_flat, row_offsets, targets, columns, scores):
 def _row_scores_by_identity(query_row, targets, columns, scores, match, mismatch, ambiguity):
     """:func:`_row_scores` for a matrix of :meth:`~gpualign_plugin.scoring.ScoringScheme.
     match_mismatch`'s form, from the codes alone (``query_row``: the row's ``LANES`` query
-    codes): no lookup, so LLVM vectorises it (about 3x the gather's rate)."""
+    codes; codes 0-3 are A, C, G, T, the others ambiguous): no lookup, so LLVM vectorises it
+    (about 3x the gather's rate)."""
     for j in range(columns):
         for lane in range(LANES):
             query = query_row[lane]
@@ -154,8 +155,8 @@ def _sweep_row(columns, scores, state, carry, dirs, neg_oe, neg_ext, floor):
             diag = add(carry[LANES + lane], scores[j * LANES + lane])
             h, e, f = lane_cell(carry[LANES + lane], h_left, carry[lane], h_up, state[at + LANES + lane],
                                 scores[j * LANES + lane], neg_oe, neg_ext, floor)
-            dirs[j * LANES + lane] = direction_byte(h, e, f, diag, add(h_left, neg_oe),
-                                                              add(h_up, neg_oe), floor)
+            dirs[j * LANES + lane] = direction_byte(h, e, f, diag, add(h_left, neg_oe), add(h_up, neg_oe),
+                                                    floor)
             carry[lane] = e
             carry[LANES + lane] = h_up
             carry[2 * LANES + lane] = h
@@ -337,9 +338,8 @@ def align_pairs_kernel(seqs_a, offsets_a, seqs_b, offsets_b, groups, group_offse
     Pair ``k`` is ``seqs_a[offsets_a[k]:offsets_a[k+1]]`` (rows) against the same slice of
     ``b``. Group ``g`` is the pairs ``groups[group_offsets[g]:group_offsets[g+1]]`` (at most
     :data:`LANES`, see :func:`lane_groups`); ``singles`` the pairs aligned alone. ``identity``
-    as for :func:`_fill_lanes`. ``out[k]``
-    receives ``(score, qs, qe, ts, te, n_ops)``; the pair's operations (end to start) go to
-    ``ops[ops_offsets[k]:]``. Tasks (groups, then singles) are dealt to ``workers`` threads in
+    as for :func:`_fill_lanes`. ``out[k]`` receives ``(score, qs, qe, ts, te, n_ops)``; the
+    pair's operations (end to start) go to ``ops[ops_offsets[k]:]``. Tasks (groups, then singles) are dealt to ``workers`` threads in
     turn (``numba.get_num_threads()``, passed in: reading it here would stop Numba caching
     this function).
     """
