@@ -142,7 +142,7 @@ def fill_row(code, i, b, width, matrix, gap_open, gap_extend, floor, col0_gap, H
         score = srow[b[j - 1]]
         h, e_new, f = _cell(h_diag, h_left, h_up, e, F[j], score, open_extend, gap_extend, floor)
         dirs[j] = direction_byte(h, e_new, f, h_diag + score, h_left - open_extend,
-                             h_up - open_extend, floor)
+                                 h_up - open_extend, floor)
         best_j = j if h > best else best_j
         best = max(best, h)
         e = e_new
@@ -194,9 +194,9 @@ def fill_two_rows(code1, code2, i, b, width, matrix, gap_open, gap_extend, floor
         h2, e2, f2 = _cell(h_diag2, h_left2, h1, e2, f1, s2[c], open_extend, gap_extend, floor)
         if dirs1 is not None:
             dirs1[j] = direction_byte(h1, e1, f1, h_diag1 + s1[c], h_left1 - open_extend,
-                                  h_up - open_extend, floor)
+                                      h_up - open_extend, floor)
             dirs2[j] = direction_byte(h2, e2, f2, h_diag2 + s2[c], h_left2 - open_extend,
-                                  h1 - open_extend, floor)
+                                      h1 - open_extend, floor)
         j1 = j if h1 > best1 else j1
         best1 = max(best1, h1)
         j2 = j if h2 > best2 else j2

@@ -86,12 +86,12 @@ def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, w
             for lane in range(LANES):
                 left_first = columns[first + lane]
                 h, e, f = lane_cell(lanes[lane], left_first, columns[first + LANES + lane], lanes[LANES + lane],
-                                lanes[2 * LANES + lane], scores[s_first + lane], neg_oe, neg_ext, zero)
+                                    lanes[2 * LANES + lane], scores[s_first + lane], neg_oe, neg_ext, zero)
                 columns[first + lane] = h
                 columns[first + LANES + lane] = e
                 left_second = columns[second + lane]
                 h2, e2, f2 = lane_cell(left_first, left_second, columns[second + LANES + lane], h, f,
-                                   scores[s_second + lane], neg_oe, neg_ext, zero)
+                                       scores[s_second + lane], neg_oe, neg_ext, zero)
                 columns[second + lane] = h2
                 columns[second + LANES + lane] = e2
                 lanes[lane] = left_second
@@ -102,8 +102,9 @@ def _score_batch(query, matrix_ext, neg_oe, neg_ext, low, zero, codes, offset, w
             s_at = np.int64(query[m - 1]) * LANES
             h_at = 2 * (m - 1) * LANES
             for lane in range(LANES):
-                h, e, f = lane_cell(lanes[lane], columns[h_at + lane], columns[h_at + LANES + lane], lanes[LANES + lane],
-                                lanes[2 * LANES + lane], scores[s_at + lane], neg_oe, neg_ext, zero)
+                h, e, f = lane_cell(lanes[lane], columns[h_at + lane], columns[h_at + LANES + lane],
+                                    lanes[LANES + lane], lanes[2 * LANES + lane], scores[s_at + lane], neg_oe,
+                                    neg_ext, zero)
                 columns[h_at + lane] = h
                 columns[h_at + LANES + lane] = e
                 lanes[3 * LANES + lane] = _max(lanes[3 * LANES + lane], h)
