@@ -165,16 +165,17 @@ def _sweep_row(columns, scores, state, carry, dirs, neg_oe, neg_ext, floor):
 
 
 @njit(cache=True, nogil=True)
-def _row_best(columns, state, target_lengths, best, best_column, low):
+def _row_best(columns, state, target_lengths, best, best_column, low, zero, one):
     """Each lane's largest ``H`` of the row in ``state`` over its own columns ``1..n``
-    (``best``, lane type) at its smallest column (``best_column``, ``int32``): local mode's
-    end-cell rule. ``low`` is the lanes' minus infinity."""
+    (``target_lengths``) at its smallest column: ``best`` and ``best_column``, all in the lane
+    type (``low``, ``zero`` and ``one`` of that type): local mode's end-cell rule."""
     for lane in range(LANES):
         best[lane] = low
-        best_column[lane] = 0
+        best_column[lane] = zero
+    column = zero
     for j in range(columns):
         at = 2 * LANES + j * 2 * LANES
-        column = np.int32(j + 1)
+        column = add(column, one)
         for lane in range(LANES):
             h = state[at + lane] if column <= target_lengths[lane] else low
             best_column[lane] = column if h > best[lane] else best_column[lane]
@@ -192,6 +193,8 @@ def _fits_int16(matrix, gap_open, gap_extend, rows, columns):
     one addition, nothing real reaches -32768 or 32767, so no addition saturates but those of
     minus infinity (-32768), which stays minus infinity and loses every maximum as the 32-bit
     lanes' ``-2^30`` does: the values, hence the direction bytes, are the 32-bit ones.
+    Column numbers are kept in the lane type too: with ``extend >= 1``, ``bottom`` exceeds
+    ``columns``, so they fit.
     """
     top = max(matrix.max(), 0) * min(rows, columns)
     bottom = 3 * gap_open + gap_extend * (rows + columns + 1) - min(matrix.min(), 0)
@@ -201,7 +204,7 @@ def _fits_int16(matrix, gap_open, gap_extend, rows, columns):
 
 @njit(cache=True, nogil=True)
 def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend, mode,
-                dirs, ends, neg_oe, neg_ext, low, zero):
+                dirs, ends, constants):
     """Fill the direction bytes of a group of :data:`LANES` pairs and find each pair's end cell.
 
     ``queries`` (``rows * LANES``) and ``targets`` (``columns * LANES``) hold the pairs'
@@ -213,10 +216,10 @@ def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_ope
     ``ends[l]`` receives ``(score, query_end, target_end)`` by :func:`~gpualign_plugin.gotoh.
     final_end`'s rule (local without a positive cell: ``(0, 0, 0)``).
 
-    The lanes compute in the type of ``neg_oe = -(open + extend)``, ``neg_ext = -extend``,
-    ``low`` (minus infinity) and ``zero``: ``int16`` (saturating; only where
-    :func:`_fits_int16`) or ``int32``.
+    The lanes compute in the type of ``constants``, ``(-(open + extend), -extend, minus
+    infinity, 0, 1)``: ``int16`` (saturating; only where :func:`_fits_int16`) or ``int32``.
     """
+    neg_oe, neg_ext, low, zero, one = constants[0], constants[1], constants[2], constants[3], constants[4]
     alphabet = matrix.shape[1]
     matrix_flat = matrix.ravel()
     local = mode == LOCAL
@@ -224,8 +227,12 @@ def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_ope
     state = np.full(2 * (columns + 1) * LANES, low)
     carry = np.full(3 * LANES, low)
     row_best = np.full(LANES, low)
-    row_best_column = np.zeros(LANES, np.int32)
+    row_best_column = np.full(LANES, zero)
+    target_lengths = np.full(LANES, zero)
+    target_lengths[:] = n
     scores = np.full(columns * LANES, zero)
+    identity_scores = np.full(identity.shape[0], zero)
+    identity_scores[:] = identity
     row_offsets = np.empty(LANES, np.uint64)
     for lane in range(LANES):
         state[lane] = 0
@@ -238,7 +245,7 @@ def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_ope
     for i in range(1, rows + 1):
         if identity.shape[0]:
             _row_scores_by_identity(queries[(i - 1) * LANES:i * LANES], targets, columns, scores,
-                                    identity[0], identity[1], identity[2])
+                                    identity_scores[0], identity_scores[1], identity_scores[2])
         else:
             for lane in range(LANES):
                 row_offsets[lane] = np.uint64(queries[(i - 1) * LANES + lane]) * np.uint64(alphabet)
@@ -254,7 +261,7 @@ def _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_ope
         _sweep_row(columns, scores, state, carry, dirs[row_at:row_at + columns * LANES], neg_oe,
                    neg_ext, floor)
         if local:
-            _row_best(columns, state, n, row_best, row_best_column, low)
+            _row_best(columns, state, target_lengths, row_best, row_best_column, low, zero, one)
         for lane in range(LANES):
             if i > m[lane]:
                 continue
@@ -299,14 +306,13 @@ def _align_group(seqs_a, offsets_a, seqs_b, offsets_b, pairs, matrix, identity, 
             targets[x * LANES + lane] = seqs_b[offsets_b[k] + x]
     dirs = np.empty(rows * (columns + 1) * LANES, np.uint8)
     ends = np.empty((LANES, 3), np.int64)
+    constants = (-(gap_open + gap_extend), -gap_extend, LOW16, 0, 1)
     if _fits_int16(matrix, gap_open, gap_extend, rows, columns):
         _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend,
-                    mode, dirs, ends, np.int16(-(gap_open + gap_extend)), np.int16(-gap_extend),
-                    np.int16(LOW16), np.int16(0))
+                    mode, dirs, ends, np.array(constants, np.int16))
     else:
         _fill_lanes(queries, targets, m, n, matrix, identity, rows, columns, gap_open, gap_extend,
-                    mode, dirs, ends, np.int32(-(gap_open + gap_extend)), np.int32(-gap_extend),
-                    np.int32(NEG_INF), np.int32(0))
+                    mode, dirs, ends, np.array((constants[0], constants[1], NEG_INF, 0, 1), np.int32))
     by_cell = dirs.reshape((rows, columns + 1, LANES))
     for lane in range(count):
         k = pairs[lane]

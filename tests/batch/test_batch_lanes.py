@@ -155,6 +155,14 @@ def value_range(q, t, matrix, gap_open, gap_extend, mode):
     return min(values), max(values)
 
 
+def test_16_bit_lanes_only_for_column_numbers_below_32767():
+    # The local end cell's column is kept in the lane type; the bound (extend >= 1) refuses
+    # any wider group, even with the cheapest gaps.
+    cheapest = ScoringScheme.dna(1, -1, 0, 1)
+    assert cpu._fits_int16(cheapest.matrix, 0, 1, 1, 32000)
+    assert not cpu._fits_int16(cheapest.matrix, 0, 1, 1, 32767)
+
+
 def test_the_16_bit_bound_holds_for_every_real_value():
     # _fits_int16 rests on -bottom <= H, E, F <= top for every real cell; check it on the
     # plain-Python recurrence, with schemes whose gaps or matches dominate in turn.
