@@ -9,17 +9,21 @@ of match/mismatch form take the kernel's computed scores, NUC.4.4 and PAM30 its 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from oracles import gotoh
+from paths import DATA
 
 from gpualign_plugin.batch import cpu
-from gpualign_plugin.batch.api import align_columns
+from gpualign_plugin.batch.api import align_batch_strands, align_columns
 from gpualign_plugin.batch.columns import SequencePairs
+from gpualign_plugin.io.fasta import read_fasta
 from gpualign_plugin.model import score_cigar
 from gpualign_plugin.pairwise.api import align_pair
 from gpualign_plugin.pairwise.modes import MODES
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes
 
 DNA = ScoringScheme.dna()
 TIES = ScoringScheme.dna(1, -1, 0, 1)
@@ -180,3 +184,25 @@ def test_the_16_bit_bound_holds_for_every_real_value():
             for mode in MODES:
                 low, high = value_range(q, t, matrix, scheme.gap_open, scheme.gap_extend, mode)
                 assert -bottom <= low and high <= top
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lane_kernel_on_windows_of_real_coronavirus_genomes(mode):
+    # Windows of 120-400 bp of RaTG13, Omicron and SARS-CoV-1 against Wuhan-Hu-1 at the same
+    # coordinates, 30 bp wider (tests/data/coronaviruses), on both strands, against the
+    # pairwise engine strand by strand.
+    folder = os.path.join(DATA, "coronaviruses")
+    reference = read_fasta(os.path.join(folder, "wuhan_hu_1.fa"), DNA)[0].codes
+    rng = np.random.default_rng(40 + MODES.index(mode))
+    pairs = []
+    for name in ("ratg13.fa", "omicron_or833857.fa", "sars_cov_gz02.fa"):
+        genome = read_fasta(os.path.join(folder, name), DNA)[0].codes
+        for _ in range(70):
+            length = int(rng.integers(120, 401))
+            start = int(rng.integers(0, min(len(genome), len(reference)) - length - 60))
+            pairs.append((genome[start:start + length], reference[max(0, start - 30):start + length + 30]))
+    lanes_run(pairs)
+    for (q, t), (strand, alignment) in zip(pairs, align_batch_strands(pairs, DNA, mode, "both")):
+        plus = align_pair(q, t, DNA, mode)
+        minus = align_pair(reverse_complement_codes(q), t, DNA, mode)
+        assert (strand, alignment) == (("-", minus) if minus.score > plus.score else ("+", plus))
