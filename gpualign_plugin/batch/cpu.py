@@ -36,10 +36,10 @@ values, eight with 32-bit ones; independent work enough to hide the instruction 
 and a lane loop long enough that LLVM keeps it a loop and vectorises it (it unrolls a 16- or
 32-lane loop completely, and then does not vectorise it)."""
 
-LANE_PAIR_CELLS = 1 << 18
-"""The largest pair (``m * n`` cells) the lane kernel takes (512 x 512). A group holds
-``LANES * rows * (columns + 1)`` direction bytes for its largest rows and columns, and a
-group is at least half real cells (:func:`lane_groups`): at most 32 MiB."""
+LANE_PAIR_CELLS = 1 << 20
+"""The largest pair (``m * n`` cells, 1024 x 1024) the lane kernel takes, and the largest
+``rows * columns`` of a group (its longest query by its longest target): a group holds
+``LANES * rows * (columns + 1)`` direction bytes, at most 64 MiB and 64 bytes a row."""
 
 LOW16 = -32768
 """Minus infinity of the 16-bit lanes: saturating additions keep it there."""
@@ -374,8 +374,8 @@ def lane_groups(query_lengths: np.ndarray, target_lengths: np.ndarray
     by query length and cut into bins of :data:`SORT_BIN` groups; each bin is sorted by target
     length and cut into groups of :data:`LANES`, so a group's pairs are alike in both
     lengths. A group whose pairs fill less than half of its largest rows x columns times
-    :data:`LANES` (shapes too different, or a last group of few pairs) is aligned pair by
-    pair instead.
+    :data:`LANES` (shapes too different, or a last group of few pairs), or whose rows x
+    columns exceed :data:`LANE_PAIR_CELLS`, is aligned pair by pair instead.
 
     Returns
     -------
@@ -394,7 +394,7 @@ def lane_groups(query_lengths: np.ndarray, target_lengths: np.ndarray
     rows = np.maximum.reduceat(m[order], starts) if len(order) else np.empty(0, np.int64)
     columns = np.maximum.reduceat(n[order], starts) if len(order) else np.empty(0, np.int64)
     real = np.add.reduceat(cells[order], starts) if len(order) else np.empty(0, np.int64)
-    kept = 2 * real >= LANES * rows * columns
+    kept = (2 * real >= LANES * rows * columns) & (rows * columns <= LANE_PAIR_CELLS)
     sizes = np.minimum(LANES, len(order) - starts)
     in_kept = np.repeat(kept, sizes)
     groups = order[in_kept]

@@ -87,8 +87,10 @@ def assert_rescores(alignment, q, t, scheme):
 
 def test_lane_groups_partition_the_pairs_into_full_groups_of_similar_pairs():
     rng = np.random.default_rng(1)
-    m = np.concatenate([rng.integers(0, 300, 5000), [513, 1, 600], rng.integers(100, 120, 300)])
-    n = np.concatenate([rng.integers(0, 300, 5000), [512, 1, 10], rng.integers(100, 120, 300)])
+    m = np.concatenate([rng.integers(0, 300, 5000), [1025, 1, 600], rng.integers(100, 120, 300),
+                        np.full(64, 1024), rng.integers(400, 2000, 200)])
+    n = np.concatenate([rng.integers(0, 300, 5000), [1024, 1, 10], rng.integers(100, 120, 300),
+                        np.full(64, 1024), rng.integers(400, 2000, 200)])
     groups, group_offsets, singles = cpu.lane_groups(m, n)
     assert sorted(np.concatenate([groups, singles]).tolist()) == list(range(len(m)))
     assert len(group_offsets) > 10
@@ -96,6 +98,7 @@ def test_lane_groups_partition_the_pairs_into_full_groups_of_similar_pairs():
         members = groups[group_offsets[g]:group_offsets[g + 1]]
         assert 0 < len(members) <= cpu.LANES
         assert 2 * (m[members] * n[members]).sum() >= cpu.LANES * m[members].max() * n[members].max()
+        assert m[members].max() * n[members].max() <= cpu.LANE_PAIR_CELLS
     grouped = np.zeros(len(m), dtype=bool)
     grouped[groups] = True
     assert not grouped[(m == 0) | (n == 0) | (m * n > cpu.LANE_PAIR_CELLS)].any()
@@ -124,11 +127,11 @@ def test_lane_kernel_equals_the_plain_python_gotoh(scheme, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_lane_kernel_equals_the_pairwise_engine_on_groups_of_the_largest_pairs(mode):
-    # 512 x 512 pairs are the largest a group takes (LANE_PAIR_CELLS); one just above goes alone.
+    # 1024 x 1024 pairs are the largest a group takes (LANE_PAIR_CELLS); one just above goes alone.
     rng = np.random.default_rng(20 + MODES.index(mode))
-    pairs = mixed_pairs(rng, DNA, 70, 500, 512)
-    pairs = [(q, t[:512]) for q, t in pairs]
-    pairs.append((rng.integers(0, 4, 513).astype(np.uint8), rng.integers(0, 4, 512).astype(np.uint8)))
+    pairs = mixed_pairs(rng, DNA, 70, 1000, 1024)
+    pairs = [(q, t[:1024]) for q, t in pairs]
+    pairs.append((rng.integers(0, 4, 1025).astype(np.uint8), rng.integers(0, 4, 1024).astype(np.uint8)))
     lanes_run(pairs)
     got = align_columns(SequencePairs.from_list(pairs), DNA, mode).pairs()
     for (q, t), alignment in zip(pairs, got):
