@@ -15,6 +15,38 @@ from Bio.Align import substitution_matrices
 NEG = float("-inf")
 
 
+def gotoh_matrices(query, target, matrix, gap_open, gap_extend, mode):
+    """The ``H``, ``E`` and ``F`` matrices (lists of rows, ``(m + 1) x (n + 1)``) of
+    docs/ALGORITHMS.md's recurrence with ``mode``'s boundaries; minus infinity is ``NEG``."""
+    a = [int(x) for x in query]
+    b = [int(x) for x in target]
+    m, n = len(a), len(b)
+    o, e = gap_open, gap_extend
+    H = [[NEG] * (n + 1) for _ in range(m + 1)]
+    E = [[NEG] * (n + 1) for _ in range(m + 1)]
+    F = [[NEG] * (n + 1) for _ in range(m + 1)]
+    H[0][0] = 0
+    for j in range(1, n + 1):
+        if mode == "global":
+            H[0][j] = E[0][j] = -(o + j * e)
+        else:
+            H[0][j] = 0
+    for i in range(1, m + 1):
+        if mode == "local":
+            H[i][0] = 0
+        else:
+            H[i][0] = F[i][0] = -(o + i * e)
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            E[i][j] = max(H[i][j - 1] - o - e, E[i][j - 1] - e)
+            F[i][j] = max(H[i - 1][j] - o - e, F[i - 1][j] - e)
+            candidates = [H[i - 1][j - 1] + int(matrix[a[i - 1]][b[j - 1]]), E[i][j], F[i][j]]
+            if mode == "local":
+                candidates.append(0)
+            H[i][j] = max(candidates)
+    return H, E, F
+
+
 def gotoh(query, target, matrix, gap_open, gap_extend, mode):
     """Gotoh alignment following docs/ALGORITHMS.md ("Pairwise") literally.
 
@@ -40,32 +72,10 @@ def gotoh(query, target, matrix, gap_open, gap_extend, mode):
     m, n = len(a), len(b)
     o, e = gap_open, gap_extend
     local = mode == "local"
-    H = [[NEG] * (n + 1) for _ in range(m + 1)]
-    E = [[NEG] * (n + 1) for _ in range(m + 1)]
-    F = [[NEG] * (n + 1) for _ in range(m + 1)]
-    H[0][0] = 0
-    for j in range(1, n + 1):
-        if mode == "global":
-            H[0][j] = E[0][j] = -(o + j * e)
-        else:
-            H[0][j] = 0
-    for i in range(1, m + 1):
-        if mode == "local":
-            H[i][0] = 0
-        else:
-            H[i][0] = F[i][0] = -(o + i * e)
+    H, E, F = gotoh_matrices(query, target, matrix, gap_open, gap_extend, mode)
 
     def s(i, j):
         return int(matrix[a[i - 1]][b[j - 1]])
-
-    for i in range(1, m + 1):
-        for j in range(1, n + 1):
-            E[i][j] = max(H[i][j - 1] - o - e, E[i][j - 1] - e)
-            F[i][j] = max(H[i - 1][j] - o - e, F[i - 1][j] - e)
-            candidates = [H[i - 1][j - 1] + s(i, j), E[i][j], F[i][j]]
-            if local:
-                candidates.append(0)
-            H[i][j] = max(candidates)
 
     if mode == "local":
         best, end = 0, None

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 import pytest
-from oracles import gotoh
+from oracles import gotoh, gotoh_matrices
 from paths import DATA
 
 from gpualign_plugin.batch import cpu
@@ -141,24 +141,9 @@ def test_lane_kernel_equals_the_pairwise_engine_on_groups_of_the_largest_pairs(m
 
 
 def value_range(q, t, matrix, gap_open, gap_extend, mode):
-    """The smallest and largest H, E and F of real cells (E, F from row/column 1 on), plain Python."""
-    neg = -(1 << 40)
-    m, n = len(q), len(t)
-    oe = gap_open + gap_extend
-    H = [[0] * (n + 1) for _ in range(m + 1)]
-    E = [[neg] * (n + 1) for _ in range(m + 1)]
-    F = [[neg] * (n + 1) for _ in range(m + 1)]
-    for j in range(1, n + 1):
-        H[0][j] = -(gap_open + j * gap_extend) if mode == "global" else 0
-    values = []
-    for i in range(1, m + 1):
-        H[i][0] = 0 if mode == "local" else -(gap_open + i * gap_extend)
-        for j in range(1, n + 1):
-            E[i][j] = max(H[i][j - 1] - oe, E[i][j - 1] - gap_extend)
-            F[i][j] = max(H[i - 1][j] - oe, F[i - 1][j] - gap_extend)
-            H[i][j] = max(H[i - 1][j - 1] + int(matrix[q[i - 1]][t[j - 1]]), E[i][j], F[i][j],
-                          0 if mode == "local" else neg)
-            values += [H[i][j], E[i][j], F[i][j]]
+    """The smallest and largest H, E and F of real cells (rows and columns from 1) of the oracle."""
+    values = [value for grid in gotoh_matrices(q, t, matrix, gap_open, gap_extend, mode)
+              for row in grid[1:] for value in row[1:]]
     return min(values), max(values)
 
 
