@@ -23,7 +23,6 @@ from gpualign_plugin.model import NO_PAIR_ALIGNMENT, AlignmentColumns, PairAlign
 from gpualign_plugin.pairwise import api as pairwise
 from gpualign_plugin.scoring import ScoringScheme
 
-MODES = ("local", "global", "semiglobal")
 CPU_CHUNK_PAIRS = 4096
 """Pairs :func:`align_columns` hands the CPU kernel at once (paces the progress reports)."""
 
@@ -31,7 +30,7 @@ CPU_CHUNK_PAIRS = 4096
 def _check_batch(pairs: SequencePairs, scheme: ScoringScheme, mode: str) -> int:
     """The mode's kernel code, once the mode and the score range of the longest pair are checked."""
     if mode not in gotoh.MODE_CODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise ValueError(f"mode must be one of {tuple(gotoh.MODE_CODES)}, got {mode!r}")
     if len(pairs):
         # The bound grows with m + n: the pair with the largest sum is the one to check.
         k = int(np.argmax(pairs.query_lengths + pairs.target_lengths))

@@ -387,13 +387,15 @@ def lane_groups(query_lengths: np.ndarray, target_lengths: np.ndarray
     n = np.asarray(target_lengths, dtype=np.int64)
     cells = m * n
     eligible = np.flatnonzero((cells > 0) & (cells <= LANE_PAIR_CELLS))
+    if not len(eligible):
+        return np.empty(0, np.int64), np.zeros(1, np.int64), np.arange(len(m), dtype=np.int64)
     by_query = eligible[np.lexsort((n[eligible], m[eligible]))]
     in_bin = np.arange(len(by_query)) // (SORT_BIN * LANES)
     order = by_query[np.lexsort((m[by_query], n[by_query], in_bin))]
     starts = np.arange(0, len(order), LANES)
-    rows = np.maximum.reduceat(m[order], starts) if len(order) else np.empty(0, np.int64)
-    columns = np.maximum.reduceat(n[order], starts) if len(order) else np.empty(0, np.int64)
-    real = np.add.reduceat(cells[order], starts) if len(order) else np.empty(0, np.int64)
+    rows = np.maximum.reduceat(m[order], starts)
+    columns = np.maximum.reduceat(n[order], starts)
+    real = np.add.reduceat(cells[order], starts)
     kept = (2 * real >= LANES * rows * columns) & (rows * columns <= LANE_PAIR_CELLS)
     sizes = np.minimum(LANES, len(order) - starts)
     in_kept = np.repeat(kept, sizes)
