@@ -8,6 +8,7 @@ only BAM goes through one alignment object per record (pysam writes it).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import time
 
@@ -91,7 +92,8 @@ def alignment_table(queries, targets, query_index, target_index, columns, minus)
     Coordinates go to the forward strands (a minus-strand query interval is mirrored);
     every row is primary with MAPQ 0 until :func:`placed_table` ranks them.
     """
-    from gpualign_plugin.io.columnar import AlignmentTable, Names
+    from gpualign_plugin.io.columnar import AlignmentTable
+    from gpualign_plugin.io.names import Names
 
     m = queries.lengths[query_index]
     query_start = np.where(minus, m - columns.query_end, columns.query_start)
@@ -115,11 +117,10 @@ def placed_table(table, mode: str, other_score=None):
     listed more than once is placed once, at its first row (``gpualign pairwise`` aligns a
     repeated pairs line once): its copies are no second placement.
     """
-    from gpualign_plugin.pairwise.placement import place_arrays
+    from gpualign_plugin.pairwise.placement import first_listings, place_arrays, strictly_increasing
 
-    pair_key = table.query_index * (int(table.target_index.max(initial=0)) + 1) + table.target_index
-    first_listing = np.zeros(len(table), dtype=bool)
-    first_listing[np.unique(pair_key, return_index=True)[1]] = True
+    first_listing = first_listings(table.query_index * (int(table.target_index.max(initial=0)) + 1)
+                                   + table.target_index)
 
     def alignments(score):
         return np.flatnonzero(first_listing & (score > 0)) if mode == "local" else \
@@ -136,7 +137,9 @@ def placed_table(table, mode: str, other_score=None):
         np.concatenate((table.score[rows], other_score[others])),
         np.concatenate((table.minus[rows], ~table.minus[others])))
     kept = order < len(rows)
-    placed = table.take(rows[order[kept]])
+    selected = rows[order[kept]]
+    every_row = len(selected) == len(table) and strictly_increasing(selected)
+    placed = dataclasses.replace(table) if every_row else table.take(selected)
     placed.primary, placed.mapq = primary[kept], mapq[kept]
     return placed
 
@@ -145,8 +148,9 @@ def unmapped_queries(placed, query_index: np.ndarray) -> np.ndarray:
     """The queries of the pair list (indices, in order of first appearance) without a row in
     ``placed``: local pairs with no alignment, written as unmapped SAM/BAM records (flag 4), as
     ``gpualign pairwise`` writes a query with nothing significant."""
-    _, first = np.unique(query_index, return_index=True)
-    listed = query_index[np.sort(first)]
+    from gpualign_plugin.pairwise.placement import first_listings
+
+    listed = query_index[first_listings(query_index)]
     return listed[~np.isin(listed, placed.query_index)]
 
 

@@ -20,10 +20,10 @@ import numpy as np
 from numba import njit, prange
 
 from gpualign_plugin.io.atomic import atomic_path
+from gpualign_plugin.io.names import Names
 from gpualign_plugin.model import RUN_OPS, UNKNOWN_BASE
 
 _OPS = np.frombuffer(RUN_OPS.encode("ascii"), dtype=np.uint8)
-_NEWLINE = 10
 _SAM_BASES = "=ACMGRSVTWYHKDBN"
 """The bases BAM's 4-bit encoding keeps (htslib's ``seq_nt16_str``); ``U`` reads ``T``, other letters ``N``."""
 
@@ -65,22 +65,6 @@ def _complement_table() -> np.ndarray:
 
 _SEQ_PLUS = _sam_base_table()
 _SEQ_MINUS = _SEQ_PLUS[_complement_table()]
-
-
-@dataclass
-class Names:
-    """Strings as one UTF-8 byte array: string ``k`` is ``data[offsets[k]:offsets[k + 1]]``."""
-
-    data: np.ndarray
-    offsets: np.ndarray
-
-    @classmethod
-    def of(cls, strings) -> "Names":
-        """The :class:`Names` of a sequence of strings without newlines."""
-        data = np.frombuffer(("\n".join(strings) + "\n").encode("utf-8"), dtype=np.uint8)
-        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
-        offsets[1:] = np.flatnonzero(data == _NEWLINE) + 1
-        return cls(data, offsets)
 
 
 @dataclass
@@ -549,6 +533,17 @@ def _sam_lines(order, qn, qo, tn, to, qi, ti, ql, qs, qe, ts, te, minus, score, 
     return buf
 
 
+@njit(cache=True, parallel=True)
+def _divergence_keys(runs, ro, unknowns):
+    """Per row, ``events << 32 | total``: the numerator and denominator of its ``de:f`` value
+    (:func:`_divergence_texts`)."""
+    keys = np.empty(ro.shape[0] - 1, np.int64)
+    for k in prange(ro.shape[0] - 1):
+        matches, mismatches, _, opens, _ = _run_sums(runs, ro[k], ro[k + 1])
+        keys[k] = (mismatches + unknowns[k] + opens) * (1 << 32) + matches + mismatches + opens
+    return keys
+
+
 def _divergence_texts(table: AlignmentTable, unknowns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``de:f`` value of every row as pysam writes it: ``(text, offsets, index of each row)``.
 
@@ -559,16 +554,8 @@ def _divergence_texts(table: AlignmentTable, unknowns: np.ndarray) -> tuple[np.n
     """
     import pysam
 
-    counts = np.diff(table.run_offsets)
-    row = np.repeat(np.arange(len(table)), counts)
-    length = (table.runs >> 2).astype(np.int64)
-    op = table.runs & 3
-    matches = np.bincount(row, weights=length * (op == 0), minlength=len(table)).astype(np.int64)
-    mismatches = np.bincount(row, weights=length * (op == 1), minlength=len(table)).astype(np.int64)
-    opens = np.bincount(row, weights=(op >= 2), minlength=len(table)).astype(np.int64)
-    events = mismatches + unknowns + opens
-    key = events * (1 << 32) + matches + mismatches + opens
-    distinct, index = np.unique(key, return_inverse=True)
+    distinct, index = np.unique(_divergence_keys(table.runs, table.run_offsets, unknowns),
+                                return_inverse=True)
     header = pysam.AlignmentHeader.from_dict({"SQ": [{"SN": "x", "LN": 1}]})  # a minimal record
     record = pysam.AlignedSegment(header)
     record.query_name, record.flag = "x", 4

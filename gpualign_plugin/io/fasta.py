@@ -17,6 +17,7 @@ from typing import Iterator
 import numpy as np
 
 from gpualign_plugin.errors import InputError
+from gpualign_plugin.io.names import Names
 from gpualign_plugin.scoring import NUCLEOTIDE_LIKE, PROTEIN, Alphabet, ScoringScheme, Sequence
 
 _WHITESPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0"
@@ -156,8 +157,9 @@ class FastaArrays:
         ``uint8`` residues as read (latin-1 bytes, case kept), same layout as ``codes``.
     offsets : numpy.ndarray
         ``int64``, ``len(self) + 1`` boundaries: record ``i`` is ``codes[offsets[i]:offsets[i+1]]``.
-    names : list of str
-        Record ids, in file order.
+    names : list of str or Names
+        Record ids, in file order. The bulk reader keeps headers that are ASCII names without
+        blanks as bytes (:class:`~gpualign_plugin.io.names.Names`, a sequence of ``str``).
     descriptions : list of str
         The rest of each header line, in file order.
     source : str
@@ -168,7 +170,7 @@ class FastaArrays:
     codes: np.ndarray
     text: np.ndarray
     offsets: np.ndarray
-    names: list
+    names: list | Names
     descriptions: list
     source: str = ""
 
@@ -251,12 +253,12 @@ def _bulk_parse(data: bytes, alphabet: Alphabet, path: str) -> FastaArrays | Non
     from gpualign_plugin.io.fasta_scan import scan_records  # Numba: loaded when a file needs it
 
     raw = np.frombuffer(body, dtype=np.uint8)
-    text, codes, lengths, headers, outside = scan_records(raw, _record_chunks(body), _WHITESPACE_MASK,
-                                                          alphabet.lookup(np.arange(256, dtype=np.uint8)))
+    text, codes, lengths, headers, hashes, outside = scan_records(
+        raw, _record_chunks(body), _WHITESPACE_MASK, alphabet.lookup(np.arange(256, dtype=np.uint8)))
     if outside:
         return None  # a residue outside the alphabet: the record reader words the error
     names, descriptions = _header_fields(headers)
-    if (lengths == 0).any() or names is None or len(set(names)) != len(names):
+    if (lengths == 0).any() or names is None or _has_repeats(names, hashes):
         return None  # an empty record or header, or a repeated name: the record reader words the error
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -287,14 +289,18 @@ def _record_chunks(body: bytes) -> np.ndarray:
     return np.array(bounds, dtype=np.int64)
 
 
-def _header_fields(headers: np.ndarray) -> tuple[list | None, list]:
-    """Names and descriptions of newline-ended header lines (``None`` names when one has no name)."""
-    lines = bytes(headers).decode("latin-1").split("\n")[:-1]
+def _header_fields(headers: np.ndarray) -> tuple[Names | list | None, list]:
+    """Names and descriptions of newline-ended header lines (``None`` names when one has no name).
+
+    Headers that are ASCII without blanks are names only: those stay bytes (:class:`Names`).
+    """
     if (headers < 128).all() and not _WHITESPACE_MASK[headers[headers != _NEWLINE_BYTE]].any():
-        if "" in lines:
+        names = Names.of_lines(headers)
+        if (names.lengths() == 0).any():
             return None, []
-        return lines, [""] * len(lines)
-    lines = [header_text(line) for line in lines]  # not ASCII: split as the record reader does
+        return names, [""] * len(names)
+    # not ASCII, or a blank: split as the record reader does
+    lines = [header_text(line) for line in bytes(headers).decode("latin-1").split("\n")[:-1]]
     names, descriptions = [], []
     for line in lines:
         words = line.strip().split(None, 1)
@@ -303,6 +309,16 @@ def _header_fields(headers: np.ndarray) -> tuple[list | None, list]:
         names.append(words[0])
         descriptions.append(words[1] if len(words) > 1 else "")
     return names, descriptions
+
+
+def _has_repeats(names: Names | list, hashes: np.ndarray) -> bool:
+    """Whether a name occurs twice; ``hashes`` are those of the header lines, which are the
+    names when they are :class:`Names` (then only equal hashes need the names compared)."""
+    if isinstance(names, Names):
+        ordered = np.sort(hashes)
+        if not (ordered[1:] == ordered[:-1]).any():
+            return False
+    return len(set(names)) != len(names)
 
 
 def _refuse_nucleotide_file(text: np.ndarray, path: str, first: str) -> None:

@@ -8,41 +8,55 @@ record does not pay on its way to the device.
 import numpy as np
 from numba import njit, prange
 
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
 
 @njit(cache=True, nogil=True)
-def _scan_piece(raw, start, stop, whitespace, table, text, codes, lengths, headers, write):
-    """Read ``raw[start:stop]`` (whole records); without ``write`` only count.
+def _scan_piece(raw, start, stop, whitespace, table, text, codes, lengths, headers, hashes, write):
+    """Read ``raw[start:stop]`` (whole records, every line ended by a newline); without
+    ``write`` only count.
 
     Returns ``(records, header bytes, residues, residues outside the alphabet)``; with
-    ``write``, ``text``, ``codes``, ``lengths`` and ``headers`` are the piece's own slices.
+    ``write``, ``text``, ``codes``, ``lengths``, ``headers`` and ``hashes`` are the piece's
+    own slices. One line at a time, so that the loop over a sequence line's bytes tests only
+    for its newline and for whitespace.
     """
     records = header_bytes = residues = bad = 0
-    line_start = True
-    in_header = False
-    count = 0
-    for i in range(start, stop):
-        c = raw[i]
-        if line_start and c == 62:
+    record_start = 0
+    i = start
+    while i < stop:
+        if raw[i] == 62:
             if write and records > 0:
-                lengths[records - 1] = count
+                lengths[records - 1] = residues - record_start
             records += 1
-            count = 0
-            in_header = True
-        elif in_header:
+            record_start = residues
+            i += 1
+            digest = _FNV_OFFSET
+            while raw[i] != 10:
+                if write:
+                    headers[header_bytes] = raw[i]
+                    digest = (digest ^ np.uint64(raw[i])) * _FNV_PRIME
+                header_bytes += 1
+                i += 1
             if write:
-                headers[header_bytes] = c
+                headers[header_bytes] = 10
+                hashes[records - 1] = digest
             header_bytes += 1
-            in_header = c != 10
-        elif not whitespace[c]:
-            if write:
-                text[residues] = c
-                codes[residues] = table[c]
-            bad += table[c] == 255
-            residues += 1
-            count += 1
-        line_start = c == 10
+        else:
+            while raw[i] != 10:
+                c = raw[i]
+                if not whitespace[c]:
+                    code = table[c]
+                    if write:
+                        text[residues] = c
+                        codes[residues] = code
+                    bad += code == 255
+                    residues += 1
+                i += 1
+        i += 1
     if write and records > 0:
-        lengths[records - 1] = count
+        lengths[records - 1] = residues - record_start
     return records, header_bytes, residues, bad
 
 
@@ -54,16 +68,18 @@ def scan_records(raw, bounds, whitespace, table):
     (:func:`gpualign_plugin.io.fasta._record_chunks`).
     Returns the residues (the bytes of non-header lines that are not whitespace), their
     codes (``table`` of each byte), each record's residue count, the header lines
-    without their ``>``, each ended by a newline, and the number of residues whose code
-    is 255 (outside the alphabet).
+    without their ``>``, each ended by a newline, each header line's 64-bit FNV-1a hash
+    (without its newline: equal lines, equal hashes) and the number of residues whose
+    code is 255 (outside the alphabet).
     """
     pieces = bounds.shape[0] - 1
     sizes = np.zeros((pieces + 1, 4), np.int64)
     empty = np.empty(0, np.uint8)
     no_lengths = np.empty(0, np.int64)
+    no_hashes = np.empty(0, np.uint64)
     for p in prange(pieces):
         r, h, n, b = _scan_piece(raw, bounds[p], bounds[p + 1], whitespace, table, empty, empty,
-                                 no_lengths, empty, False)
+                                 no_lengths, empty, no_hashes, False)
         sizes[p + 1, 0] = r
         sizes[p + 1, 1] = h
         sizes[p + 1, 2] = n
@@ -74,8 +90,10 @@ def scan_records(raw, bounds, whitespace, table):
     codes = np.empty(sizes[pieces, 2], np.uint8)
     lengths = np.empty(sizes[pieces, 0], np.int64)
     headers = np.empty(sizes[pieces, 1], np.uint8)
+    hashes = np.empty(sizes[pieces, 0], np.uint64)
     for p in prange(pieces):
         _scan_piece(raw, bounds[p], bounds[p + 1], whitespace, table,
                     text[sizes[p, 2]:sizes[p + 1, 2]], codes[sizes[p, 2]:sizes[p + 1, 2]],
-                    lengths[sizes[p, 0]:sizes[p + 1, 0]], headers[sizes[p, 1]:sizes[p + 1, 1]], True)
-    return text, codes, lengths, headers, sizes[pieces, 3]
+                    lengths[sizes[p, 0]:sizes[p + 1, 0]], headers[sizes[p, 1]:sizes[p + 1, 1]],
+                    hashes[sizes[p, 0]:sizes[p + 1, 0]], True)
+    return text, codes, lengths, headers, hashes, sizes[pieces, 3]

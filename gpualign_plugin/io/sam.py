@@ -51,6 +51,7 @@ import pysam
 
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import atomic_path
+from gpualign_plugin.io.names import Names
 from gpualign_plugin.model import UNKNOWN_BASE, Alignment, Cigar, unknown_matches
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_text
 
@@ -84,6 +85,11 @@ def check_query_names(names: Iterable[str], path: str | None = None) -> None:
     ``path`` (the query file) is named in the message when given. The commands call it
     before any work when a SAM or BAM output is asked for.
     """
+    if isinstance(names, Names):
+        lengths = names.lengths()
+        if (names.only_bytes_outside(_NOT_QNAME) and lengths.max(initial=0) <= QNAME_MAX_LENGTH
+                and not ((lengths == 1) & (names.first_bytes() == ord("*"))).any()):
+            return  # every name passes the checks below, seen in the bytes of all of them
     names = names if isinstance(names, list) else list(names)
     joined = "\n".join(names)
     if (_joined_apart(joined, names) and _NOT_QNAME.search(joined) is None and "\n*\n" not in f"\n{joined}\n"
@@ -118,6 +124,11 @@ def check_target_names(names: Iterable[str], path: str | None = None) -> None:
     ``path`` (the target file) is named in the message when given. The commands call it
     before any work when a SAM or BAM output is asked for.
     """
+    if isinstance(names, Names):
+        first = names.first_bytes()
+        if (names.only_bytes_outside(_NOT_REFERENCE_CHARACTER) and (names.lengths() > 0).all()
+                and not ((first == ord("*")) | (first == ord("="))).any()):
+            return  # every name is a reference name, seen in the bytes of all of them
     names = names if isinstance(names, list) else list(names)
     joined = "\n".join(names)
     lines = f"\n{joined}\n"

@@ -109,11 +109,14 @@ def place_arrays(query_index: np.ndarray, target_index: np.ndarray, score: np.nd
     target_index = np.asarray(target_index, dtype=np.int64)
     score = np.asarray(score, dtype=np.int64)
     rows = np.arange(len(score))
-    _, query_group, query_first = _first_appearance(query_index)
-    pair_key = query_index * (int(target_index.max(initial=0)) + 1) + target_index
-    _, _, target_first = _first_appearance(pair_key)
-    order = np.lexsort((rows, minus, target_first, -score, query_first))
-    group = query_group[order]
+    if strictly_increasing(query_index):
+        order = group = rows  # one row per query, queries in order (i-th with i-th): nothing to rank
+    else:
+        _, query_group, query_first = _first_appearance(query_index)
+        pair_key = query_index * (int(target_index.max(initial=0)) + 1) + target_index
+        _, _, target_first = _first_appearance(pair_key)
+        order = np.lexsort((rows, minus, target_first, -score, query_first))
+        group = query_group[order]
     primary = np.ones(len(order), dtype=bool)
     primary[1:] = group[1:] != group[:-1]
     best = score[order]
@@ -123,6 +126,20 @@ def place_arrays(query_index: np.ndarray, target_index: np.ndarray, score: np.nd
     mapq = np.where((best <= 0) | (second == best), 0,
                     np.minimum(MAX_MAPQ, (MAX_MAPQ * (best - second)) // np.maximum(best, 1)))
     return order, primary, np.where(primary, mapq, 0)
+
+
+def strictly_increasing(keys: np.ndarray) -> bool:
+    """Whether ``keys`` rise strictly (every key once, in order)."""
+    return bool((keys[1:] > keys[:-1]).all())
+
+
+def first_listings(keys: np.ndarray) -> np.ndarray:
+    """``bool`` per row: the first row holding its key."""
+    if strictly_increasing(keys):
+        return np.ones(len(keys), dtype=bool)
+    first = np.zeros(len(keys), dtype=bool)
+    first[np.unique(keys, return_index=True)[1]] = True
+    return first
 
 
 def _first_appearance(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

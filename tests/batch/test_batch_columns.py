@@ -23,7 +23,7 @@ from gpualign_plugin.io.paf import write_paf
 from gpualign_plugin.io.sam import write_alignments
 from gpualign_plugin.model import Alignment
 from gpualign_plugin.pairwise.api import align_pair
-from gpualign_plugin.pairwise.placement import place, place_arrays
+from gpualign_plugin.pairwise.placement import first_listings, place, place_arrays
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes, reverse_complement_text
 
 DNA = ScoringScheme.dna()
@@ -61,10 +61,12 @@ def test_both_strands_in_columns_equal_the_object_api_and_report_every_cell():
     assert minus.any() and not minus.all()
 
 
-def test_place_arrays_equals_place_on_repeated_queries_targets_and_ties():
+@pytest.mark.parametrize("queries", ["repeated", "each once in order", "each once, gaps in the indices"])
+def test_place_arrays_equals_place_on_repeated_queries_targets_and_ties(queries):
     rng = np.random.default_rng(5)
     count = 400
-    query_index = rng.integers(0, 40, count)
+    query_index = {"repeated": rng.integers(0, 40, count), "each once in order": np.arange(count),
+                   "each once, gaps in the indices": np.sort(rng.choice(5 * count, count, replace=False))}[queries]
     target_index = rng.integers(0, 30, count)
     score = rng.integers(-3, 6, count)
     minus = rng.random(count) < 0.5
@@ -77,6 +79,8 @@ def test_place_arrays_equals_place_on_repeated_queries_targets_and_ties():
         [(a.query_id, a.target_id, a.strand, a.score) for a in expected]
     assert primary.tolist() == [a.is_primary for a in expected]
     assert mapq.tolist() == [a.mapq for a in expected]
+    seen = set()
+    assert first_listings(query_index).tolist() == [q not in seen and not seen.add(q) for q in query_index.tolist()]
 
 
 def write_reads(tmp_path, rng, count, letters, protein=False):

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from gpualign_plugin.cli.main import main
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io import sam as sam_module
+from gpualign_plugin.io.names import Names
 from gpualign_plugin.io.paf import paf_line, read_paf, write_paf
 from gpualign_plugin.io.pairwise_text import format_alignment, write_pairwise_text
 from gpualign_plugin.io.sam import md_tag, merge_bams, write_alignments
@@ -840,16 +841,18 @@ _NAME_PIECES = ["r1", "chr2", "a*b", "x=y", "*", "=", "", "@r", "r@", "a b", "a\
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_NAME_PIECES), max_size=12), st.integers(0, 3))
 def test_name_checks_refuse_the_first_name_the_sam_grammar_refuses(pieces, valid_before):
-    # The checks look at all names joined at once and fall back to one name at a time only
-    # when that finds something: whatever the mix, they must refuse exactly the first name the
-    # per-name rule refuses (names holding a newline included) and accept every other list.
+    # The checks look at all names joined at once (or, for Names, at all their bytes) and fall
+    # back to one name at a time only when that finds something: whatever the mix, they must
+    # refuse exactly the first name the per-name rule refuses (names holding a newline
+    # included) and accept every other list.
     names = [f"read{k}" for k in range(valid_before)] + pieces
     for check, good in ((sam_module.check_query_names, _good_query_name),
                         (sam_module.check_target_names, _good_reference_name)):
         bad = _first_bad_name(names, good)
-        if bad is None:
-            check(iter(names), path="names.fa")
-        else:
-            with pytest.raises(InputError) as info:
-                check(iter(names), path="names.fa")
-            assert info.value.record == bad and info.value.path == "names.fa"
+        for form in [iter(names)] + ([Names.of(names)] if not any("\n" in name for name in names) else []):
+            if bad is None:
+                check(form, path="names.fa")
+            else:
+                with pytest.raises(InputError) as info:
+                    check(form, path="names.fa")
+                assert info.value.record == bad and info.value.path == "names.fa"
