@@ -1883,6 +1883,7 @@ class LongPairSession:
         self.memory_budget = memory_budget
         self.kept: dict = {}
         self.limits = contextlib.ExitStack()
+        self.profile_lock = threading.Lock()  # score passes run on several threads (score_all)
 
     def __enter__(self) -> "LongPairSession":
         budgets = _device_budgets(self.devices, self.memory_budget)
@@ -1919,9 +1920,48 @@ class LongPairSession:
                                          f"{self.memory_budget / 2**20:.0f} MiB: {exc}") from exc
         self.kept[key] = scored
         if self.profile is not None:
-            self.profile["score_pass_s"] = self.profile.get("score_pass_s", 0) + scored.score_pass_s
-            self.profile["score_passes"] = self.profile.get("score_passes", 0) + 1
+            with self.profile_lock:
+                self.profile["score_pass_s"] = self.profile.get("score_pass_s", 0) + scored.score_pass_s
+                self.profile["score_passes"] = self.profile.get("score_passes", 0) + 1
         return scored.end
+
+    def score_all(self, pairs: list) -> list[PairScore]:
+        """:meth:`score` of every ``(key, query_codes, target_codes)``, the passes at once when
+        there are at most ``keep`` of them on one device, each on its own CUDA stream and host
+        thread.
+
+        One long pair's score pass leaves most of a large GPU idle (at 1 Mbp an H200 holds
+        every strip at once and waits on the chain of strips along the diagonal), so the two
+        strands of a query take about the time of one. Memory as for :meth:`score` one after
+        the other: each pass within ``memory_budget // keep``, at most ``keep`` kept.
+        """
+        import cupy
+
+        if not 1 < len(pairs) <= self.keep or len(self.devices) > 1:
+            return [self.score(*pair) for pair in pairs]
+        for key, _, _ in pairs:  # room for every pass first, so the threads evict nothing
+            self.kept.pop(key, None)
+        while len(self.kept) > self.keep - len(pairs):
+            self.kept.pop(next(iter(self.kept)))
+        ends: list = [None] * len(pairs)
+        errors: list = []
+
+        def score_one(k: int) -> None:
+            try:
+                with cupy.cuda.Device(self.devices[0]), cupy.cuda.Stream(non_blocking=True):
+                    ends[k] = self.score(*pairs[k])
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=score_one, args=(k,), name=f"gpualign-strand-{k}")
+                   for k in range(len(pairs))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        return ends
 
     def align(self, key, query_codes, target_codes) -> PairAlignment:
         """:func:`align_pair` of the pair: from the kept score pass of ``key`` when there is one."""

@@ -183,6 +183,12 @@ pair on both strands), each candidate's score pass keeps its checkpoints
 traceback instead of a second score pass. With more candidates the checkpoints would cost more
 than the pass they save."""
 
+SESSION_CPU_ROWS = 1024
+"""In that session, a score pass of fewer query rows runs on the CPU engine: the GPU sweep of a
+short segment is one chain of strips along every column, about 0.3 us a column whatever the
+rows (0.3 s for 2 x 1,000,000 on an H200), while the CPU's striped kernel takes about 0.1 s
+for 64 x 1,000,000 and 0.17 s for 1,024 x 1,000,000 (2 cores of the CI machine)."""
+
 
 def best_stretch(scores: np.ndarray) -> tuple[int, int, int]:
     """The maximal-scoring stretch ``[start, end)`` of ``scores`` and its sum.
@@ -469,16 +475,40 @@ class _Engine:
         self.scheme = scheme
         self.gpu_memory, self.gpu_profile = gpu_memory, gpu_profile
         self.session = None  # a LongPairSession, when place_local opens one
+        self.recorded = _SliceScores()  # the session's whole-target passes, one slice each
         self.device = device
         self.cpu, self.gpu = cpu, gpu
         self.cells = 0
 
-    def score(self, query: Sequence, targets: list[Sequence], where: _Slice) -> PairScore:
-        """Optimal local score and end cell of the segment ``where``; adds its cells to ``cells``."""
-        q = _oriented(query, where)
-        t = targets[where.t_index].codes[where.t0:where.t1]
-        self.cells += len(q) * len(t)
-        return self.session.score(where, q, t)
+    def score(self, query: Sequence, k: int, targets: list[Sequence], slices: list[_Slice],
+              floor: int) -> list[PairScore]:
+        """Optimal local score and end cell of each segment of ``slices`` of query ``k`` where
+        it is at least ``floor``, else a score below ``floor``; adds the cells computed to
+        ``cells``.
+
+        A segment inside the query interval of a whole-target pass on its strand and target
+        that scored below ``floor`` gets score 0 without a pass (pruned re-scores,
+        docs/ALGORITHMS.md: a piece's second-best pass on the other strand, when that strand
+        holds nothing significant). Segments of fewer than :data:`SESSION_CPU_ROWS` rows are
+        scored on the CPU; the others' passes run at once where the session can
+        (:meth:`~gpualign_plugin.pairwise.gpu.LongPairSession.score_all`).
+        """
+        ends: list = [PairScore(0, 0, 0)] * len(slices)
+        todo = [i for i, where in enumerate(slices) if self.recorded.within(k, where, floor) != []]
+        pairs = {i: (slices[i], _oriented(query, slices[i]),
+                     targets[slices[i].t_index].codes[slices[i].t0:slices[i].t1]) for i in todo}
+        self.cells += sum(len(q) * len(t) for _, q, t in pairs.values())
+        on_gpu = [i for i in todo if len(pairs[i][1]) >= SESSION_CPU_ROWS]
+        for i in todo:
+            if i not in on_gpu:
+                ends[i] = self.cpu.score_pair(pairs[i][1], pairs[i][2], self.scheme, "local",
+                                              progress=self.on_progress)
+        for i, end in zip(on_gpu, self.session.score_all([pairs[i] for i in on_gpu])):
+            ends[i] = end
+        for i in todo:
+            length = len(targets[slices[i].t_index])
+            self.recorded.record(k, slices[i], length, [(0, length, ends[i].score)])
+        return ends
 
     def align(self, query: Sequence, targets: list[Sequence], where: _Slice, end: PairScore,
               zdrop: float):
@@ -624,9 +654,9 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     placed: list[Alignment] = []
     with engine.gpu.long_pair_session(scheme, "local", device, gpu_memory, SESSION_CANDIDATES,
                                       gpu_profile, on_progress, devices) as engine.session:
-        for query, (_, steps) in zip(queries, plans):
+        for k, (query, (floor, steps)) in enumerate(zip(queries, plans)):
             before = engine.cells
-            placed.extend(_run_one(query, targets, steps, engine, zdrop))
+            placed.extend(_run_one(query, k, targets, floor, steps, engine, zdrop))
             if on_cells is not None:
                 on_cells(engine.cells - before)
     return placed
@@ -670,9 +700,10 @@ class _Aligns:
     asks: list
 
 
-def _run_one(query: Sequence, targets: list[Sequence], steps, engine: _Engine, zdrop: float):
-    """Drive one query's placement (:func:`_place_query`) in ``engine``'s GPU session, one
-    request at a time (the records of :func:`_place_together`)."""
+def _run_one(query: Sequence, k: int, targets: list[Sequence], floor: int, steps, engine: _Engine,
+             zdrop: float):
+    """Drive the placement of query ``k`` (:func:`_place_query`, significance ``floor``) in
+    ``engine``'s GPU session, one request at a time (the records of :func:`_place_together`)."""
     reply = None
     while True:
         try:
@@ -680,7 +711,7 @@ def _run_one(query: Sequence, targets: list[Sequence], steps, engine: _Engine, z
         except StopIteration as done:
             return done.value
         if isinstance(ask, _Scores):
-            reply = [engine.score(query, targets, where) for where in ask.slices]
+            reply = engine.score(query, k, targets, ask.slices, floor)
         else:
             reply = [engine.align(query, targets, where, end, zdrop) for where, end in ask.asks]
 

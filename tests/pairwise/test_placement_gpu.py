@@ -153,3 +153,52 @@ def test_placement_and_alignment_split_over_devices_equal_one_device():
     split = {}
     aligned = align_records([strain], targets, SCHEME, "global", backend="gpu", devices=[0, 0], gpu_profile=split)
     assert aligned == align_records([strain], targets, SCHEME, "global", backend="gpu") and split["slabs"] == 2
+
+
+def test_a_session_scores_both_strands_at_once_as_it_does_one_after_the_other():
+    """``LongPairSession.score_all`` runs the passes of a strain's two strands on the reference
+    at once (a stream and a thread each): the end cells of the CPU engine and of one pass after
+    the other, and both kept passes give align_pair's alignments."""
+    from gpualign_plugin.pairwise import cpu, gpu
+    from gpualign_plugin.scoring import reverse_complement_codes
+
+    reference = SCHEME.encode("ref", lambda_text()).codes
+    strain = SCHEME.encode("strain", "".join(strain_contigs(lambda_text(), seed=5)[0])).codes
+    pairs = [("+", strain, reference), ("-", reverse_complement_codes(strain), reference)]
+    profile: dict = {}
+    with gpu.long_pair_session(SCHEME, "local", profile=profile) as session:
+        together = session.score_all(pairs)
+        aligned = [session.align(key, q, t) for key, q, t in pairs]
+    assert profile["score_passes"] == 2 and profile["kept_hits"] == 2
+    with gpu.long_pair_session(SCHEME, "local") as session:
+        assert [session.score(*pair) for pair in pairs] == together
+    assert together == [cpu.score_pair(q, t, SCHEME, "local") for _, q, t in pairs]
+    assert aligned == [gpu.align_pair(q, t, SCHEME, "local") for _, q, t in pairs]
+    assert together[0].score > together[1].score > 0
+
+
+def test_one_query_skips_the_second_best_pass_on_a_strand_with_nothing_significant():
+    """A lambda segment placed on lambda, both strands, one query (the LongPairSession path): the
+    minus strand's whole-query pass scores below the floor, so the piece's second-best pass there
+    (and any segment pass on it) is answered without a pass; the records equal the CPU engine's."""
+    reference = lambda_text()[:12000]
+    query = SCHEME.encode("segment", reference[3000:9000])
+    target = SCHEME.encode("ref", reference)
+    cells: list = []
+    placed = place_local([query], [target], SCHEME, backend="gpu", on_cells=cells.append)
+    assert placed == place_local([query], [target], SCHEME, backend="cpu")
+    # Both strands' whole passes and the piece's second-best pass on its own strand (the target
+    # outside the piece's columns); the second-best pass on the minus strand is not run.
+    assert len(placed) == 1 and placed[0].strand == "+"
+    assert sum(cells) == 2 * len(query) * len(target) + len(query) * (len(target) - len(query))
+
+
+def test_one_strain_genome_with_inversions_is_placed_as_the_cpu_places_it():
+    """One query (the LongPairSession path: strands scored at once, re-scores pruned) whose
+    pieces lie on both strands: the records of the CPU engine."""
+    reference = lambda_text()
+    strain = SCHEME.encode("strain", "".join(strain_contigs(reference, seed=5)[0]))
+    targets = [SCHEME.encode("ref", reference)]
+    placed = place_local([strain], targets, SCHEME, backend="gpu")
+    assert placed == place_local([strain], targets, SCHEME, backend="cpu")
+    assert {a.strand for a in placed} == {"+", "-"}
