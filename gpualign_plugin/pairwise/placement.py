@@ -187,7 +187,7 @@ SESSION_CPU_ROWS = 1024
 """In that session, a score pass of fewer query rows runs on the CPU engine: the GPU sweep of a
 short segment is one chain of strips along every column, about 0.3 us a column whatever the
 rows (0.3 s for 2 x 1,000,000 on an H200), while the CPU's striped kernel takes about 0.1 s
-for 64 x 1,000,000 and 0.17 s for 1,024 x 1,000,000 (2 cores of the CI machine)."""
+for 64 x 1,000,000 and 0.17 s for 1,024 x 1,000,000 (the 2-core development VM)."""
 
 
 def best_stretch(scores: np.ndarray) -> tuple[int, int, int]:
