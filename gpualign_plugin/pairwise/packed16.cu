@@ -303,31 +303,36 @@ __device__ __forceinline__ void sweep_double(const Args& a, const int d, signed 
                 // two columns' candidates are compared with the lane's best (then column asc).
                 // Rows past the last take no part: a half with a real row has its column maximum
                 // first in a real row (a padding row is below the real row above it), and a half
-                // without one is left out.
+                // without one is left out. Both halves are judged without branches: along an
+                // alignment this runs at every step, in the warps that set the pace of all below.
+                const int v_lo = low(mx) + base_lo - BIAS + oe, v_hi = high(mx) + base_hi - BIAS + oe;
+                const int j_hi = j - 32;
+                const bool ok_lo = real_lo && v_lo >= best_v && v_lo > 0 && j >= 1 && j <= width;
+                const bool ok_hi = real_hi && v_hi >= best_v && v_hi > 0 && j_hi >= 1 && j_hi <= width;
+                auto take_snapshot = [&](const unsigned sel) {
+                    snapshot[0] = make_uint4(prmt(HO[0], HO[1], sel), prmt(HO[2], HO[3], sel),
+                                             prmt(HO[4], HO[5], sel), prmt(HO[6], HO[7], sel));
+                    snapshot[1] = make_uint4(prmt(HO[8], HO[9], sel), prmt(HO[10], HO[11], sel),
+                                             prmt(HO[12], HO[13], sel), prmt(HO[14], HO[15], sel));
+                };
+                // Strip A's rows come before strip B's: it wins a tie between the halves.
+                const bool hi = ok_hi && (!ok_lo || v_hi > v_lo);
+                const int v = hi ? v_hi : v_lo;
+                if ((ok_lo || ok_hi) && v > best_v) {
+                    take_snapshot(hi ? 0x7632 : 0x5410);
+                    best_v = v;
+                    best_i = (hi ? row_hi : row_lo) + 1;
+                    best_j = hi ? j_hi : j;
+                    pending = true;
+                } else if (ok_lo || ok_hi) {  // ties with the lane's best: both rows are needed
 #pragma unroll 1
-                for (int half = 0; half < 2; ++half) {
-                    const int v = (half ? high(mx) + base_hi : low(mx) + base_lo) - BIAS + oe;
-                    const int jj = j - 32 * half;
-                    if (!(half ? real_hi : real_lo) || v < best_v || v <= 0 || jj < 1 || jj > width) continue;
-                    const int row = (half ? row_hi : row_lo) + 1;
-                    const unsigned sel = half ? 0x7632 : 0x5410;
-                    auto take_snapshot = [&]() {
-                        snapshot[0] = make_uint4(prmt(HO[0], HO[1], sel), prmt(HO[2], HO[3], sel),
-                                                 prmt(HO[4], HO[5], sel), prmt(HO[6], HO[7], sel));
-                        snapshot[1] = make_uint4(prmt(HO[8], HO[9], sel), prmt(HO[10], HO[11], sel),
-                                                 prmt(HO[12], HO[13], sel), prmt(HO[14], HO[15], sel));
-                    };
-                    if (v > best_v) {
-                        take_snapshot();
-                        best_v = v;
-                        best_i = row;
-                        best_j = jj;
-                        pending = true;
-                    } else {  // a tie: both rows are needed
+                    for (int half = 0; half < 2; ++half) {
+                        if (!(half ? ok_hi : ok_lo)) continue;
                         if (pending) best_i += first_max_row(snapshot);
                         pending = false;
-                        take_snapshot();
-                        const int i = row + first_max_row(snapshot);
+                        take_snapshot(half ? 0x7632 : 0x5410);
+                        const int i = (half ? row_hi : row_lo) + 1 + first_max_row(snapshot);
+                        const int jj = half ? j_hi : j;
                         if (i < best_i || (i == best_i && jj < best_j)) {
                             best_i = i;
                             best_j = jj;
