@@ -628,13 +628,26 @@ def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.
     end) they would be false SNPs; so, as nucmer leaves such an end unaligned, the columns of
     the first (``grown[0]``) or last (``grown[1]``) matching region beyond its best-scoring
     prefix (from the outer end: suffix) become a terminal difference block, the shortest such
-    cut among equals. A grown end that scores more than nothing stays aligned.
+    cut among equals; an outermost matching region that scores no more than the block penalty
+    of the difference block inside it (with a matching region further in) joins that block first. A grown end that scores more than
+    nothing stays aligned.
     """
     blocks = list(alignment.blocks)
     penalty = alignment.block_penalty
     for at_end in (True, False):
-        index = -1 if at_end else 0
-        if not grown[int(at_end)] or not blocks or blocks[index].kind != "match":
+        index, inner = (-1, -2) if at_end else (0, 1)
+        if not grown[int(at_end)]:
+            continue
+        # A matching region past a difference block that does not pay for the break (a few chance
+        # matches after foreign bases, where the syntenic alignment must reach the window's end)
+        # goes into that difference block, where a matching region lies beyond it.
+        while len(blocks) >= 3 and blocks[index].kind == "match" and blocks[inner].kind == "difference" \
+                and blocks[index].score <= penalty:
+            first, second = (blocks[inner], blocks[index]) if at_end else (blocks[index], blocks[inner])
+            blocks[inner] = SyntenicBlock("difference", first.query_start, second.query_end,
+                                          first.target_start, second.target_end, -penalty)
+            del blocks[index]
+        if not blocks or blocks[index].kind != "match":
             continue
         block = blocks[index]
         scores = column_scores(block.cigar, piece[block.query_start:block.query_end],
@@ -763,6 +776,7 @@ class _Work:
             else:
                 t_start, t_end = last.target_start, first.target_end
                 room_start, room_end = target_length - t_end, t_start
+            placed = (q_start, q_end, t_start, t_end)
             # Extend to the contig's ends where they are close and the reference goes on.
             grow_start = q_start if q_start <= END_EXTENSION else 0
             grow_start = min(grow_start, room_start)
@@ -790,6 +804,8 @@ class _Work:
             if home is None:
                 home = region
             else:
+                # The event is what the region aligns, not the window grown toward the contig's end.
+                q_start, q_end, t_start, t_end = _aligned_extent(self.blocks, region.id) or placed
                 kind = "duplication" if role in ("relocation", "inversion") and self._copied(
                     home, t_start, t_end) else role
                 self.events.append(Difference(
@@ -959,6 +975,16 @@ def _join_abutting(blocks: list[AlignedBlock]) -> list[AlignedBlock]:
                 cigar=Cigar.from_runs(a.cigar.runs + block.cigar.runs))
         open_ends[end_key(joined[previous])] = previous
     return joined
+
+
+def _aligned_extent(blocks: list[AlignedBlock], region_id: str) -> tuple[int, int, int, int] | None:
+    """``(query_start, query_end, target_start, target_end)`` (0-based, half-open) spanned by the
+    matching regions of one region, or None where it has none."""
+    mine = [b for b in blocks if b.region == region_id]
+    if not mine:
+        return None
+    return (min(b.query_start for b in mine), max(b.query_end for b in mine),
+            min(b.target_start for b in mine), max(b.target_end for b in mine))
 
 
 def _identity(blocks: list[AlignedBlock], region_id: str) -> float:

@@ -6,10 +6,9 @@ reference record (and on a query record) is a ``GAP`` (consistent neighbours), a
 (same other sequence and strand, out of order: a relocation), an ``INV`` (strand change:
 an inversion), a ``SEQ`` (another sequence: a translocation) or a ``BRK`` (the unaligned
 ends of a sequence). This module applies exactly those rules (``show-diff.cc`` of MUMmer
-4; an alignment contained in another one on a sequence, such as a redundant contig's,
-covers nothing there: skipped on that sequence and a ``DUP`` on the other, as show-diff
-treats alignments outside its LIS) to the
-matching regions of a :class:`~gpualign_plugin.compare.api.GenomeComparison`, so that
+4; an alignment outside show-diff's LIS on a sequence (:func:`lis_chain`), such as a
+redundant contig's, covers nothing there: skipped on that sequence and a ``DUP`` on the
+other) to the matching regions of a :class:`~gpualign_plugin.compare.api.GenomeComparison`, so that
 ``Breakpoints``, ``Relocations``, ``Translocations``, ``Inversions``, ``Insertions`` and
 ``TandemIns`` mean what they mean in a dnadiff report. Counting conventions are dnadiff's
 (``dnadiff`` 1.3, ``MakeReport``); see docs/COMPARE.md for every line.
@@ -18,6 +17,8 @@ matching regions of a :class:`~gpualign_plugin.compare.api.GenomeComparison`, so
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from gpualign_plugin.compare.api import AlignedBlock, GenomeComparison
 
@@ -94,11 +95,11 @@ def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feat
     """
     other = "query" if side == "target" else "target"
     # show-diff walks the alignments that cover this side (its RLIS on the reference, QLIS
-    # on a query) and ranks those that cover the other side; an alignment contained in
-    # another one on a side does not cover it (a redundant contig, the overlapping ends of
-    # a circular contig): skipped on that side, a DUP on the other.
-    mine_cover = covering(blocks, side)
-    other_cover = covering(blocks, other)
+    # on a query) and ranks those that cover the other side; an alignment outside the LIS of
+    # a side does not cover it (a redundant contig, the overlapping ends of a circular
+    # contig): skipped on that side, a DUP on the other.
+    mine_cover = lis_chain(blocks, side)
+    other_cover = lis_chain(blocks, other)
     features = []
     for name, length in lengths.items():
         mine = [b for b in blocks if getattr(b, f"{side}_id") == name]
@@ -154,22 +155,61 @@ def show_diff(blocks: list[AlignedBlock], lengths: dict, side: str) -> list[Feat
     return features
 
 
-def covering(blocks: list[AlignedBlock], side: str) -> set[int]:
-    """``id()`` of the alignments not contained on ``side`` in another one (the first of equals).
+def lis_chain(blocks: list[AlignedBlock], side: str) -> set[int]:
+    """``id()`` of the alignments in the best chain along each record of ``side``: delta-filter's
+    reference (``side='target'``, ``-r``) or query (``'query'``, ``-q``) LIS flags, which
+    ``delta-filter -1`` intersects and show-diff walks.
 
-    What show-diff's LIS flags keep of nested alignments: a contained one covers nothing new.
+    As MUMmer's length*identity weighted LIS (``DeltaGraph_t::flagRLIS``/``flagQLIS``, ``-o
+    100``): the alignments of a record, ordered by start (the higher-scoring first among equal
+    starts), each scoring ``int(length * identity**2)``; an alignment may follow an earlier one
+    that it overlaps by ``olap`` bases (``length - olap`` of it then counts) unless that one
+    reaches past its end, or the one before that reaches into it. The best chain (score, then
+    the smaller sum of distances between consecutive alignments on both sequences, then the
+    first) is kept. Where several chains score exactly the same, MUMmer keeps one of them at
+    random; here the first found.
     """
-    covering = set()
-    ordered = sorted(blocks, key=lambda b: (getattr(b, f"{side}_id"), getattr(b, f"{side}_start"),
-                                            -getattr(b, f"{side}_end")))
-    record, reach = None, -1
-    for b in ordered:
-        if getattr(b, f"{side}_id") != record:
-            record, reach = getattr(b, f"{side}_id"), -1
-        if getattr(b, f"{side}_end") > reach:
-            covering.add(id(b))
-            reach = getattr(b, f"{side}_end")
-    return covering
+    chained: set[int] = set()
+    other = "query" if side == "target" else "target"
+    records: dict = {}
+    for b in blocks:
+        records.setdefault(getattr(b, f"{side}_id"), []).append(b)
+    for mine in records.values():
+        weight = [(b.identity / 100.0) ** 2 for b in mine]
+        alone = [int((getattr(b, f"{side}_end") - getattr(b, f"{side}_start")) * w) for b, w in zip(mine, weight)]
+        order = sorted(range(len(mine)), key=lambda k: (getattr(mine[k], f"{side}_start"), -alone[k]))
+        start, end, other_start, other_end = (
+            np.array([getattr(mine[k], f"{name}") for k in order], dtype=np.int64)
+            for name in (f"{side}_start", f"{side}_end", f"{other}_start", f"{other}_end"))
+        w = np.array([weight[k] for k in order])
+        length = end - start
+        n = len(order)
+        score = np.array([alone[k] for k in order], dtype=np.int64)
+        distance = np.zeros(n, dtype=np.int64)
+        previous = np.full(n, -1, dtype=np.int64)
+        previous_end = np.zeros(n, dtype=np.int64)  # end of the alignment each one follows
+        for i in range(1, n):
+            olap = np.maximum(end[:i] - start[i], 0)
+            allowed = (previous[:i] < 0) | (previous_end[:i] <= start[i])
+            allowed &= olap <= length[i]  # olap <= length[j] holds: j starts first
+            if not allowed.any():
+                continue
+            candidate = score[:i] + ((length[i] - olap) * w[i]).astype(np.int64)
+            # MUMmer's DiffAligns: the gap (or overlap) between the two on each sequence.
+            gap = np.where(start[:i] < start[i], np.abs(end[:i] - 1 - start[i]), np.abs(end[i] - 1 - start[:i]))
+            gap += np.where(other_start[:i] < other_start[i], np.abs(other_end[:i] - 1 - other_start[i]),
+                            np.abs(other_end[i] - 1 - other_start[:i]))
+            candidate_distance = distance[:i] + gap
+            ranked = np.lexsort((np.arange(i), candidate_distance, -candidate))
+            best = next((int(j) for j in ranked if allowed[j]), None)
+            if best is not None and candidate[best] > score[i]:
+                score[i], distance[i], previous[i] = candidate[best], candidate_distance[best], best
+                previous_end[i] = end[best]
+        i = int(np.lexsort((np.arange(n), distance, -score))[0])
+        while i >= 0:
+            chained.add(id(mine[order[i]]))
+            i = int(previous[i])
+    return chained
 
 
 def side_totals(comparison: GenomeComparison, side: str) -> SideTotals:

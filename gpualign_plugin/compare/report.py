@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from gpualign_plugin.compare.api import EVENT_KINDS, GenomeComparison
-from gpualign_plugin.compare.features import covering, side_totals
+from gpualign_plugin.compare.features import lis_chain, side_totals
 from gpualign_plugin.io.vcf import VcfRecord
 
 GOOD_BUFFER = 20
@@ -144,10 +144,10 @@ def _snp_lines(comparison: GenomeComparison) -> list[str]:
 
 
 def _one_to_one(blocks: list) -> list:
-    """dnadiff's 1-to-1 alignments: the blocks (they never overlap on a contig) but those
-    contained on the reference in another one (a redundant contig's: ``delta-filter -1`` keeps
-    one alignment per reference position)."""
-    kept = covering(blocks, "target")
+    """dnadiff's 1-to-1 alignments (``delta-filter -1``): those in both the reference's and the
+    contig's best chain (:func:`~gpualign_plugin.compare.features.lis_chain`); a redundant
+    contig's alignment, covered on the reference by a better one, is not."""
+    kept = lis_chain(blocks, "target") & lis_chain(blocks, "query")
     return [b for b in blocks if id(b) in kept]
 
 

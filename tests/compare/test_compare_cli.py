@@ -268,6 +268,25 @@ def test_a_tandem_duplication_is_a_tandem_insertion_as_in_dnadiff(tmp_path):
         assert ours[label] == theirs[label], (label, ours[label], theirs[label])
 
 
+@pytest.mark.parametrize("moved", ["relocation", "inversion"])
+def test_an_event_at_a_contig_end_spans_the_bases_it_aligns(tmp_path, moved):
+    # The contig ends in 1,000 bases from elsewhere in the reference (forward or reversed) and
+    # 150 foreign bases. The moved block's alignment window is grown to the contig's end
+    # (END_EXTENSION), but the event is the 1,000 bases it aligns, not the window.
+    reference, _, _ = simulated(11)
+    block = reference[2000:3000] if moved == "relocation" else reverse_complement_text(reference[2000:3000])
+    foreign = "".join(random.Random(11).choice("ACGT") for _ in range(150))
+    compare_rows(tmp_path, reference, [("c", reference[6000:10000] + block + foreign)])
+    rows = [line.rstrip("\n").split("\t") for line in open(tmp_path / "asm.differences.tsv")]
+    events = [dict(zip(rows[0], row)) for row in rows[1:] if row[1] == moved]
+    assert len(events) == 1
+    query = int(events[0]["query_start"]), int(events[0]["query_end"])
+    target = int(events[0]["target_start"]), int(events[0]["target_end"])
+    # Chance matches may take a few bases more at either side of the block.
+    assert abs(query[0] - 4000) <= 10 and abs(query[1] - 5000) <= 10, query
+    assert abs(target[0] - 2000) <= 10 and abs(target[1] - 3000) <= 10, target
+
+
 def test_indels_that_nucmer_aligns_through_are_indels_of_one_alignment_as_in_dnadiff(tmp_path):
     """Lambda with 1% SNPs and planted deletions of 26, 45, 60, 80 and 120 bases, insertions of 40
     and 150. nucmer aligns through all but the 120 and the 150 (dnadiff, measured: 3 alignments,
