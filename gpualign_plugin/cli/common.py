@@ -10,6 +10,7 @@ import shlex
 import sys
 import threading
 import time
+import zlib
 from dataclasses import asdict, dataclass, field
 
 from gpualign_plugin.errors import InputError
@@ -64,6 +65,20 @@ KIND_RECORDS = 1_000
 """Most records of a file that :func:`detected_kind` reads."""
 
 
+def check_prefix(prefix: str, option: str) -> None:
+    """Refuse an output path prefix that ends in a folder separator (``results/``): its files
+    would be hidden ones such as ``results/.bam``.
+
+    Raises
+    ------
+    InputError
+        Naming ``option`` and a prefix that would do.
+    """
+    if not os.path.basename(prefix):
+        raise InputError(f"{option} {prefix!r} ends in a folder; give a file name prefix, "
+                         f"such as {os.path.join(prefix, 'out')!r}")
+
+
 def detected_kind(paths) -> str | None:
     """The kind (``'dna'``/``'protein'``) the first records of every FASTA in ``paths`` agree on.
 
@@ -84,7 +99,7 @@ def detected_kind(paths) -> str | None:
                 size += len(sample[-1])
                 if size >= KIND_SAMPLE or len(sample) >= KIND_RECORDS:
                     break
-        except (InputError, OSError, UnicodeDecodeError):
+        except (InputError, OSError, UnicodeDecodeError, zlib.error):
             pass  # judged on the records before the error, if any; reading it later words the error
         if sample:
             kinds.add(sequence_kind("".join(sample)))

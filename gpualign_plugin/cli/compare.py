@@ -7,7 +7,7 @@ import logging
 import os
 
 from gpualign_plugin.cli.common import (RunStats, add_compute_options, add_scoring_options,
-                                        apply_threads, command_line, describe_device,
+                                        apply_threads, check_prefix, command_line, describe_device,
                                         scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text, check_writable
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--min-event must be 1 or more, got {args.min_event}")
     if not args.evalue > 0:
         raise InputError(f"--evalue must be greater than 0, got {args.evalue}")
+    check_prefix(args.prefix, "--prefix")
     paths = output_paths(args.prefix)
     for path in paths.values():
         check_writable(path)

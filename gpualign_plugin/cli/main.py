@@ -13,7 +13,9 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 
 from gpualign_plugin.errors import BackendUnavailable, InputError
 from gpualign_plugin.io.atomic import check_writable
@@ -150,6 +152,8 @@ def run(argv: list[str]) -> int:
         return 2
     # The device's lock lasts as long as the file in args.gpu_slot stays open: this whole run.
     args.gpu_slot = take_gpu_slot(args.local_gpus, args.gpu_lock_dir)
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main_thread else None
     try:
         if getattr(args, "stats", None):
             # --stats (add_compute_options) is written last: check it before the work starts.
@@ -161,9 +165,26 @@ def run(argv: list[str]) -> int:
     except GpuKernelError as exc:
         print(f"gpualign: GPU failure: {exc}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("gpualign: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("gpualign: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, which a batch scheduler sends to cancel a job or end one past its time limit.
+
+    Raised where SIGINT raises ``KeyboardInterrupt`` (a subclass of it), so that the same
+    clean-up runs: partial outputs are removed and nothing half-written is left."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
 
 
 if __name__ == "__main__":

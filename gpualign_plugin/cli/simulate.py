@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
 
 from gpualign_plugin.compare.simulate import SimulationParameters, simulate_genome, write_truth
 from gpualign_plugin.errors import InputError
@@ -58,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
         insertion_length=args.insertion_length, transposition_length=args.transposition_length,
         substitution_rate=args.substitution_rate, indel_rate=args.indel_rate,
         max_indel=args.max_indel)
+    if args.seed < 0:
+        raise InputError(f"--seed must be 0 or more, got {args.seed}")
+    named = {"--reference": args.reference, "--out": args.out, "--truth": args.truth}
+    for (option, path), (other, other_path) in itertools.combinations(named.items(), 2):
+        if os.path.realpath(path) == os.path.realpath(other_path):
+            raise InputError(f"{option} and {other} name the same file", path=path)
     for path in (args.out, args.truth):
         check_writable(path)
     records = []

@@ -9,8 +9,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
-                                        add_scoring_options, apply_threads, command_line, counted,
-                                        describe_device, scheme_from_args)
+                                        add_scoring_options, apply_threads, check_prefix, command_line,
+                                        counted, describe_device, scheme_from_args)
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, check_writable
 from gpualign_plugin.syntenic.api import (DNA_BLOCK_PENALTY, PROTEIN_BLOCK_PENALTY,
@@ -177,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--block-penalty must be 1 or more, got {block_penalty}")
     if args.memory_mb < 1:
         raise InputError(f"--memory-mb must be 1 or more, got {args.memory_mb}")
+    check_prefix(args.out_prefix, "--out-prefix")
     check_writable(f"{args.out_prefix}.blocks.tsv")
     queries = read_fasta(args.query, scheme)
     targets = read_fasta(args.target, scheme)

@@ -90,7 +90,7 @@ def iter_fasta_text(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
                                      path=path, position=line_number, position_kind="line")
                 else:
                     chunks.append("".join(line.split()))
-    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError) as exc:
+    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile, OSError, zlib.error) as exc:
         raise InputError(f"cannot be read: {exc}", path=path) from None
     if header is not None:
         yield _finish(path, header, chunks)

@@ -17,15 +17,21 @@ def text_input(path: str | os.PathLike) -> Iterator[IO[str]]:
     Raises
     ------
     InputError
-        The file is missing (or not a regular file), or bytes read inside the
+        The file is missing, a directory or unreadable, or bytes read inside the
         ``with`` block are not UTF-8 (a BAM or gzip file given by mistake, say);
         names the file.
     """
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise InputError("is a directory, not a file", path=path)
     if not os.path.isfile(path):
         raise InputError("no such file", path=path)
     try:
-        with open(path, encoding="utf-8-sig") as handle:
+        handle = open(path, encoding="utf-8-sig")
+    except OSError as exc:  # unreadable (permissions)
+        raise InputError(f"cannot be read: {exc.strerror}", path=path) from None
+    try:
+        with handle:
             yield handle
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", path=path) from None

@@ -80,7 +80,12 @@ class Database(FastaArrays):
     def description(self, index: int) -> str:
         """The header text after the name of record ``index``."""
         if isinstance(self.descriptions, np.ndarray):
-            self.descriptions = _unblob(self.descriptions, len(self.names))
+            try:
+                self.descriptions = _unblob(self.descriptions, len(self.names))
+            except ValueError as exc:
+                self.confirm()  # a file changed since it was prepared: the checksum's error says which
+                raise InputError(f"prepared database is inconsistent: descriptions.npy holds {exc}",
+                                 path=self.path) from None
         return self.descriptions[index]
 
     def confirm(self) -> None:

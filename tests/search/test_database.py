@@ -118,6 +118,12 @@ def _damage(path, case):
         data[-1] ^= 0x01
         codes.write_bytes(bytes(data))
         return "CRC-32"
+    if case == "descriptions":  # a line break more or less: as many descriptions as records no more
+        descriptions = path / "descriptions.npy"
+        data = bytearray(descriptions.read_bytes())
+        data[-2] = ord("x") if data[-2] == ord("\n") else ord("\n")
+        descriptions.write_bytes(bytes(data))
+        return "descriptions.npy is corrupted"
     if case == "truncated":
         text = path / "text.npy"
         text.write_bytes(text.read_bytes()[:-10])
@@ -136,7 +142,8 @@ def _damage(path, case):
     return "is a dna database but the scoring scheme is for protein"
 
 
-@pytest.mark.parametrize("case", ["corrupted", "truncated", "wrong_version", "no_header", "alphabet"])
+@pytest.mark.parametrize("case", ["corrupted", "descriptions", "truncated", "wrong_version", "no_header",
+                                  "alphabet"])
 def test_damaged_prepared_database_is_one_line_exit_2(tmp_path, capsys, case):
     db = tmp_path / "db.gadb"
     assert run_cli("makedb", "--db", DB, "--out", db) == 0
