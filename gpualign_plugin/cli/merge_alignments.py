@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             merge_bams(args.out_bam, args.bam, command_line=command_line(args))
             written += [args.out_bam, args.out_bam + ".bai", args.out_bam + ".csi"]
         if args.paf:
-            concatenate(args.paf, args.out_paf)
+            merge_paf(args.paf, args.out_paf)
             written.append(args.out_paf)
         if args.maf:
             merge_maf(args.maf, args.out_maf)
@@ -108,13 +108,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def concatenate(inputs, output) -> None:
-    """Write the lines of ``inputs`` one file after another to ``output`` (atomically)."""
+PAF_NUMBERS = (1, 2, 3, 6, 7, 8, 9, 10, 11)
+"""0-based PAF columns that hold integers (lengths, coordinates, matches, block length, MAPQ)."""
+
+
+def merge_paf(inputs, output) -> None:
+    """Write the lines of the PAF files ``inputs`` one file after another to ``output`` (atomically).
+
+    Raises
+    ------
+    InputError
+        A line with fewer than 12 columns, a strand other than ``+``/``-``, a number column that
+        is none, or a last line without its line end (a shard cut short); names file and line.
+    """
     with atomic_text(output) as out:
         for path in inputs:
             with text_input(path) as handle:
-                for line in handle:
-                    out.write(line if line.endswith("\n") else line + "\n")
+                for number, line in enumerate(handle, start=1):
+                    fields = line.rstrip("\n").split("\t")
+                    if not line.endswith("\n"):
+                        problem = "the last line has no line end (a file cut short?)"
+                    elif len(fields) < 12:
+                        problem = f"{len(fields)} tab-separated columns, PAF has at least 12"
+                    elif fields[4] not in ("+", "-") or not all(fields[k].isdigit() for k in PAF_NUMBERS):
+                        problem = "not a PAF line (strand, coordinates or counts malformed)"
+                    else:
+                        out.write(line)
+                        continue
+                    raise InputError(problem, path=path, position=number, position_kind="line")
 
 
 def merge_maf(inputs, output) -> None:
@@ -123,7 +144,8 @@ def merge_maf(inputs, output) -> None:
     Raises
     ------
     InputError
-        An input that does not start with a ``##maf`` line.
+        An input that does not start with a ``##maf`` line, or a line without its line end or a
+        malformed ``s`` line (names file and line).
     """
     with atomic_text(output) as out:
         for index, path in enumerate(inputs):
@@ -135,13 +157,24 @@ def merge_maf(inputs, output) -> None:
                 if index == 0:
                     out.write(first)
                 in_header = True
-                for line in handle:
+                for number, line in enumerate(handle, start=2):
                     if in_header and line.startswith("#"):
                         if index == 0:
                             out.write(line)
                         continue
                     in_header = False
+                    if not line.endswith("\n") or (line.startswith("s ") and not _maf_s_line(line.split())):
+                        raise InputError("a MAF line cut short or malformed (an 's' line: src, start, size, "
+                                         "strand, srcSize and a text of size letters)",
+                                         path=path, position=number, position_kind="line")
                     out.write(line)
+
+
+def _maf_s_line(fields: list[str]) -> bool:
+    """Whether the fields of a MAF ``s`` line are well formed: seven, numbers where numbers go,
+    a strand, and as many letters in the text as the size says."""
+    return (len(fields) == 7 and fields[2].isdigit() and fields[3].isdigit() and fields[4] in ("+", "-")
+            and fields[5].isdigit() and len(fields[6]) - fields[6].count("-") == int(fields[3]))
 
 
 def merge_directories(inputs, output) -> None:

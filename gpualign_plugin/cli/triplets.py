@@ -31,9 +31,11 @@ def best_hits(path: str) -> dict[str, str]:
     Raises
     ------
     InputError
-        A missing file or a line with fewer than two columns (names file and line).
+        A missing file, a line with fewer than two columns, or one with another number of
+        columns than the first (a file cut short, say); names file and line.
     """
     best: dict[str, str] = {}
+    columns = None
     with text_input(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip() or line.startswith("#"):
@@ -42,6 +44,10 @@ def best_hits(path: str) -> dict[str, str]:
             if len(fields) < 2:
                 raise InputError("not BLAST tabular (fewer than two tab-separated columns)",
                                  path=path, position=line_number, position_kind="line")
+            if columns is not None and len(fields) != columns:
+                raise InputError(f"{len(fields)} tab-separated columns where the first line has {columns}",
+                                 path=path, position=line_number, position_kind="line")
+            columns = len(fields)
             best.setdefault(fields[0], fields[1])
     return best
 

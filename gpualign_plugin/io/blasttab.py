@@ -98,7 +98,7 @@ def read_blast_tab(path: str | os.PathLike) -> list[dict]:
 
     Integer columns become ``int``, ``pident``, ``evalue`` and ``bitscore``
     ``float``; ``#`` lines are skipped. Raises :class:`InputError` naming the
-    line of a row that does not have twelve columns.
+    line of a row that does not have twelve columns or has a number column that is none.
     """
     rows = []
     path = os.fspath(path)
@@ -111,10 +111,14 @@ def read_blast_tab(path: str | os.PathLike) -> list[dict]:
                 raise InputError(f"expected {len(BLAST_COLUMNS)} tab-separated columns, got "
                                  f"{len(fields)}", path=path, position=number, position_kind="line")
             row = dict(zip(BLAST_COLUMNS, fields))
-            for name in ("length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send"):
-                row[name] = int(row[name])
-            for name in ("pident", "evalue", "bitscore"):
-                row[name] = float(row[name])
+            for names, kind in ((("length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send"), int),
+                                (("pident", "evalue", "bitscore"), float)):
+                for name in names:
+                    try:
+                        row[name] = kind(row[name])
+                    except ValueError:
+                        raise InputError(f"column {name} is not a number: {row[name]!r}", path=path,
+                                         position=number, position_kind="line") from None
             rows.append(row)
     return rows
 

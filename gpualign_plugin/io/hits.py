@@ -109,6 +109,27 @@ def write_hits(path: str | os.PathLike, result: SearchResult, scheme_description
             handle.write("\t".join(str(f) for f in fields) + "\n")
 
 
+def _check_hit(hit: Hit, queries: list[tuple[str, int]], shard: ShardHits) -> None:
+    """Raise ``ValueError`` when a hit line disagrees with the query and record lines before it
+    or with itself (coordinates outside the sequences, a CIGAR of another length, a strand
+    other than ``+`` or ``-``)."""
+    a = hit.alignment
+    if not 0 <= hit.query_index < len(queries) or queries[hit.query_index] != (a.query_id, a.query_length):
+        raise ValueError(f"query {hit.query_index} ({a.query_id}, {a.query_length}) is not a #query line's")
+    record = hit.target_index - shard.start
+    if not 0 <= record < len(shard.names) or (shard.names[record], shard.lengths[record]) != (
+            a.target_id, a.target_length):
+        raise ValueError(f"record {hit.target_index} ({a.target_id}, {a.target_length}) is not a #record line's")
+    if a.strand not in "+-" or len(a.strand) != 1:
+        raise ValueError(f"strand {a.strand!r} is neither + nor -")
+    if not (0 <= a.query_start < a.query_end <= a.query_length
+            and 0 <= a.target_start < a.target_end <= a.target_length):
+        raise ValueError("coordinates outside the sequences")
+    if (a.cigar.query_length(), a.cigar.target_length()) != (a.query_end - a.query_start,
+                                                              a.target_end - a.target_start):
+        raise ValueError(f"CIGAR {a.cigar} does not span the coordinates")
+
+
 def read_hits(path: str | os.PathLike) -> ShardHits:
     """Read a ``.hits`` file.
 
@@ -165,7 +186,9 @@ def read_hits(path: str | os.PathLike) -> ShardHits:
                         int(row["target_length"]), int(row["query_start"]), int(row["query_end"]),
                         int(row["target_start"]), int(row["target_end"]), row["strand"],
                         int(row["score"]), Cigar.from_string(row["cigar"]), "local")
-                    hits.append(Hit(int(row["query_index"]), int(row["target_index"]), alignment))
+                    hit = Hit(int(row["query_index"]), int(row["target_index"]), alignment)
+                    _check_hit(hit, queries, shard)
+                    hits.append(hit)
             except (ValueError, IndexError) as exc:
                 raise InputError(f"malformed line: {exc}", path=path, position=number,
                                  position_kind="line") from None

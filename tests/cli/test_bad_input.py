@@ -16,6 +16,8 @@ from paths import RESOURCES
 from gpualign_plugin.cli.main import main
 
 LAMBDA = os.path.join(RESOURCES, "genomes", "lambda.fa")
+PROTEIN_QUERIES = os.path.join(RESOURCES, "proteins", "queries.fa")
+PROTEIN_DATABASE = os.path.join(RESOURCES, "proteins", "database.fa")
 STRAIN = os.path.join(RESOURCES, "genomes", "strainA.fa")
 
 
@@ -80,3 +82,59 @@ def test_sigterm_while_writing_removes_every_output(tmp_path):
     assert process.returncode == 128 + signal.SIGTERM
     assert err.strip().splitlines()[-1] == "gpualign: terminated"
     assert os.listdir(tmp_path) == []
+
+
+def test_a_truncated_blast_table_is_refused_by_triplets(tmp_path, capsys):
+    hits = tmp_path / "a.m8"
+    assert main(["search", "-q", PROTEIN_QUERIES, "-d", PROTEIN_DATABASE, "--top", "3", "--backend", "cpu",
+                 "--out-blast", str(hits)]) == 0
+    (tmp_path / "cut.m8").write_text(hits.read_text()[:-30])  # the last line loses its last columns
+    capsys.readouterr()
+    assert main(["triplets", "--hits", str(tmp_path / "cut.m8"), str(hits), "--out", str(tmp_path / "t.tsv")]) == 2
+    assert "columns where the first line has 12" in one_error_line(capsys)
+    assert not (tmp_path / "t.tsv").exists()
+
+
+@pytest.mark.parametrize("column, value, message", [
+    (0, "99", "is not a #query line's"),           # query_index
+    (6, "X", "neither + nor -"),                    # strand
+    (8, "-4", "coordinates outside the sequences"),  # query_start
+    (12, "5=", "does not span the coordinates"),    # cigar
+])
+def test_merge_hits_refuses_a_hit_line_that_disagrees_with_the_file(tmp_path, capsys, column, value, message):
+    shard = tmp_path / "s.hits"
+    assert main(["search", "-q", PROTEIN_QUERIES, "-d", PROTEIN_DATABASE, "--top", "3", "--backend", "cpu",
+                 "--out-hits", str(shard)]) == 0
+    lines = shard.read_text().splitlines(keepends=True)
+    header = next(k for k, line in enumerate(lines) if not line.startswith("#"))
+    fields = lines[header + 1].rstrip("\n").split("\t")
+    fields[column] = value
+    lines[header + 1] = "\t".join(fields) + "\n"
+    shard.write_text("".join(lines))
+    capsys.readouterr()
+    assert main(["merge-hits", str(shard), "--out-blast", str(tmp_path / "m.m8")]) == 2
+    err = one_error_line(capsys)
+    assert f"line {header + 2}: malformed line" in err and message in err
+    assert not (tmp_path / "m.m8").exists()
+
+
+PAF_LINE = "q1\t100\t0\t100\t+\tt1\t200\t50\t150\t98\t100\t60\tNM:i:2\n"
+MAF = "##maf version=1\n\na score=10\ns t1 50 4 + 200 AC-GT\ns q1 0 5 + 100 ACTGT\n\n"
+
+
+@pytest.mark.parametrize("kind, good, cut, message", [
+    ("paf", PAF_LINE, "\t".join(PAF_LINE.split("\t")[:6]) + "\n", "line 1: 6 tab-separated columns"),
+    ("paf", PAF_LINE, PAF_LINE[:-1], "line 1: the last line has no line end"),
+    ("maf", MAF, MAF.replace("AC-GT", "AC-G"), "line 4: a MAF line cut short or malformed"),
+])
+def test_merge_alignments_refuses_a_shard_cut_short(tmp_path, capsys, kind, good, cut, message):
+    (tmp_path / f"a.{kind}").write_text(good)
+    (tmp_path / f"b.{kind}").write_text(cut)
+    out = tmp_path / f"m.{kind}"
+    arguments = ["merge-alignments", f"--{kind}", str(tmp_path / f"a.{kind}"), str(tmp_path / f"b.{kind}"),
+                 f"--out-{kind}", str(out)]
+    assert main(arguments[:3] + arguments[4:]) == 0 and out.read_text().count(good.splitlines()[-1]) >= 1
+    out.unlink()
+    capsys.readouterr()
+    assert main(arguments) == 2
+    assert f"b.{kind}: {message}" in one_error_line(capsys) and not out.exists()

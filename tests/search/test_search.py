@@ -200,7 +200,7 @@ def test_chunked_and_sharded_searches_equal_one_pass(proteins):
 
 def test_hits_file_round_trip(tmp_path, proteins):
     queries, db = proteins
-    result = search(queries, enumerate(db), PROTEIN, 999, len(db), top=3)
+    result = search(queries, [(i, db[i]) for i in range(4, 9)], PROTEIN, 999, len(db), top=3)
     result.histogram = ScoreHistogram()
     result.histogram.add_value(17, 3, 4000)
     names, lengths = [t.id for t in db[4:9]], [len(t) for t in db[4:9]]
