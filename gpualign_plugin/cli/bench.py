@@ -282,12 +282,16 @@ def _gpu_memory(engine: str) -> str:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """``'20000x30000'`` -> ``(20000, 30000)``; raises :class:`InputError` otherwise."""
+    """``'20000x30000'`` -> ``(20000, 30000)``; raises :class:`InputError` otherwise (both
+    numbers must be at least 1)."""
     try:
         left, right = text.lower().split("x")
-        return int(float(left)), int(float(right))
+        size = int(float(left)), int(float(right))
     except ValueError:
         raise InputError(f"size {text!r} is not of the form LENGTHxLENGTH") from None
+    if min(size) < 1:
+        raise InputError(f"size {text!r}: both numbers must be 1 or more")
+    return size
 
 
 def bench_rows(args: argparse.Namespace) -> list[Row]:
@@ -631,6 +635,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``gpualign bench`` and print the table on stdout."""
     if args.repeat < 1:
         raise InputError("--repeat must be at least 1")
+    if not 0 <= args.divergence <= 1:
+        raise InputError(f"--divergence is a rate between 0 and 1, got {args.divergence}")
     rows = bench_rows(args)
     print(format_table(rows))
     sys.stdout.flush()

@@ -138,3 +138,13 @@ def test_merge_alignments_refuses_a_shard_cut_short(tmp_path, capsys, kind, good
     capsys.readouterr()
     assert main(arguments) == 2
     assert f"b.{kind}: {message}" in one_error_line(capsys) and not out.exists()
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--tasks", "score", "--sizes", "0x100"], "size '0x100': both numbers must be 1 or more"),
+    (["--tasks", "fold", "--fold-many", "0x0"], "size '0x0': both numbers must be 1 or more"),
+    (["--divergence", "2"], "--divergence is a rate between 0 and 1"),
+])
+def test_bench_refuses_sizes_and_rates_it_cannot_run(capsys, options, message):
+    assert main(["bench", "--backend", "cpu", *options]) == 2
+    assert message in one_error_line(capsys)
