@@ -65,7 +65,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, SyntenicBlock, cigar_columns,
-                                   column_scores, score_cigar)
+                                   column_ops, column_scores, score_cigar)
 from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
@@ -74,7 +74,8 @@ END_EXTENSION = 200
 """A chain ending this close (bases) to its contig's end is extended to that end."""
 
 CHAIN_OVERLAP = 100
-"""Consecutive placements of a chain may overlap this many contig bases (shared flanks)."""
+"""Consecutive placements of a chain may overlap this many contig bases (shared flanks), and as
+many reference bases (more is a tandem duplication: :func:`chain_placements`)."""
 
 CHUNK_LENGTH = 20000
 """A region's syntenic alignment is cut at placement anchors about this many contig bases apart."""
@@ -464,8 +465,10 @@ def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
     A chain holds placements on one target record and one strand whose contig and
     reference intervals run in the same order (reversed on the reference for ``'-'``),
     consecutive ones overlapping by at most :data:`CHAIN_OVERLAP` contig bases; on the
-    reference the next one starts and ends after the previous one, overlapping it by any
-    length (a tandem duplication: the contig reads those bases again). A
+    reference the next one starts and ends after the previous one, overlapping it by at most
+    :data:`CHAIN_OVERLAP` bases too. A longer overlap on the reference is a tandem duplication
+    (the contig reads those bases again): the next piece starts another chain, a copy's
+    region, as nucmer aligns both copies and dnadiff counts a tandem insertion. A
     chain's weight is its contig bases minus, for each link, the deletion it implies
     (reference gap minus contig gap, when positive), so a moved block does not chain across
     the reference between its origin and its new neighbours. The heaviest chain (ties: the
@@ -495,8 +498,10 @@ def _follows(a: Alignment, b: Alignment) -> bool:
     if a.query_end > b.query_start + CHAIN_OVERLAP:
         return False
     if b.strand == "+":
-        return b.target_start > a.target_start and b.target_end > a.target_end
-    return b.target_end < a.target_end and b.target_start < a.target_start
+        return b.target_start > a.target_start and b.target_end > a.target_end and \
+            a.target_end - b.target_start <= CHAIN_OVERLAP
+    return b.target_end < a.target_end and b.target_start < a.target_start and \
+        b.target_end - a.target_start <= CHAIN_OVERLAP
 
 
 def _heaviest_chain(group: list[Alignment]) -> tuple[list[Alignment], int]:
@@ -766,6 +771,7 @@ class _Work:
         """Chain a contig's placements and align each chain (the first is the home)."""
         chains = chain_placements(pieces)
         home = None
+        placed_regions = []
         for chain in chains:
             first, last = chain[0], chain[-1]
             target_length = len(self.targets[first.target_id])
@@ -801,25 +807,92 @@ class _Work:
             grown = (grow_start > 0, grow_end > 0) if first.strand == "+" else (grow_end > 0, grow_start > 0)
             region = self.add_region(query.id, first.target_id, first.strand, q_start, q_end,
                                      t_start, t_end, role, anchors=anchors, grown=grown)
-            if home is None:
-                home = region
-            else:
-                # The event is what the region aligns, not the window grown toward the contig's end.
-                q_start, q_end, t_start, t_end = _aligned_extent(self.blocks, region.id) or placed
-                kind = "duplication" if role in ("relocation", "inversion") and self._copied(
-                    home, t_start, t_end) else role
-                self.events.append(Difference(
-                    "", kind, query.id, q_start, q_end, region.target_id, t_start, t_end,
-                    "-" if first.strand != home.strand else "+", home.id, region.id,
-                    _identity(self.blocks, region.id)))
+            home = home or region
+            placed_regions.append((region, role, placed))
+        self.extend_over_matches(query.id)
+        for region, role, placed in placed_regions[1:]:
+            # The event is what the region aligns, not the window grown toward the contig's end.
+            q_start, q_end, t_start, t_end = _aligned_extent(self.blocks, region.id) or placed
+            kind = role
+            copied = self._copied_part(home, region) if role in ("relocation", "inversion") else None
+            if copied is not None:
+                kind, (q_start, q_end, t_start, t_end) = "duplication", copied
+            self.events.append(Difference(
+                "", kind, query.id, q_start, q_end, region.target_id, t_start, t_end,
+                "-" if region.strand != home.strand else "+", home.id, region.id,
+                _identity(self.blocks, region.id)))
 
-    def _copied(self, home: Region, target_start: int, target_end: int) -> bool:
-        """Whether the home region's matching regions align all but fewer than ``min_event``
-        bases of ``[target_start, target_end)`` of its reference record: a chain of the same
-        contig there is a copy of bases the contig also holds at their place, not a move."""
-        cover = [(b.target_start, b.target_end, b.region) for b in self.blocks
-                 if b.region == home.id]
-        return _uncovered(target_start, target_end, cover, "")[2] < self.min_event
+    def extend_over_matches(self, query_id: str) -> None:
+        """Extend each matching region of one contig over identical bases (A, C, G, T) next to
+        it on both sequences that no matching region of the contig aligns, as nucmer extends
+        its alignments.
+
+        Where two placements meet on the contig, the bases at the seam may match both: the
+        local alignment found first takes them, and the other region (a tandem copy's, say)
+        stops short of the seam on the contig while the first one's region has them in a
+        difference block. Those few bases are then aligned by no region, and the two regions
+        no longer abut on the contig, which for dnadiff makes a tandem insertion a plain one.
+        """
+        if not self.scheme.is_dna:
+            return
+        query = self.queries[query_id].codes
+        mine = sorted((k for k, b in enumerate(self.blocks) if b.query_id == query_id),
+                      key=lambda k: self.blocks[k].query_start)
+        covered = np.zeros(len(query), dtype=bool)
+        for k in mine:
+            covered[self.blocks[k].query_start:self.blocks[k].query_end] = True
+
+        def identical(q: int, q_step: int, t: int, t_step: int, target: np.ndarray, complement: bool) -> int:
+            """How many pairs (q + i q_step, t + i t_step), i = 0, 1, ..., are identical bases
+            (the contig's complemented) on uncovered contig positions."""
+            n = 0
+            while 0 <= q < len(query) and 0 <= t < len(target) and not covered[q] and query[q] < 4:
+                if (3 - query[q] if complement else query[q]) != target[t]:
+                    break
+                n, q, t = n + 1, q + q_step, t + t_step
+            return n
+
+        for k in mine:
+            b = self.blocks[k]
+            target = self.targets[b.target_id].codes
+            if b.strand == "+":
+                after = identical(b.query_end, 1, b.target_end, 1, target, False)
+                before = identical(b.query_start - 1, -1, b.target_start - 1, -1, target, False)
+                q_start, q_end = b.query_start - before, b.query_end + after
+            else:  # the reference's next bases pair with the contig's previous ones, complemented
+                after = identical(b.query_start - 1, -1, b.target_end, 1, target, True)
+                before = identical(b.query_end, 1, b.target_start - 1, -1, target, True)
+                q_start, q_end = b.query_start - after, b.query_end + before
+            if before or after:
+                covered[q_start:q_end] = True
+                self.blocks[k] = replace(b, query_start=q_start, query_end=q_end,
+                                         target_start=b.target_start - before, target_end=b.target_end + after,
+                                         cigar=Cigar.from_runs(((before, "="), *b.cigar.runs, (after, "="))))
+
+    def _copied_part(self, home: Region, region: Region) -> tuple[int, int, int, int] | None:
+        """``(query_start, query_end, target_start, target_end)`` of the part of ``region`` whose
+        reference bases the home region's matching regions also align, where that is at least
+        ``min_event`` bases: a chain of the same contig there is a copy of bases the contig
+        also holds at their place (a tandem or dispersed duplication), not a move. The contig
+        interval is that of the region's columns on those reference bases. None otherwise."""
+        mine = [b for b in self.blocks if b.region == region.id]
+        if not mine:
+            return None
+        start, end = min(b.target_start for b in mine), max(b.target_end for b in mine)
+        shared = np.zeros(end - start, dtype=bool)
+        for b in self.blocks:
+            if b.region == home.id and b.target_id == region.target_id:
+                shared[max(b.target_start, start) - start:max(min(b.target_end, end) - start, 0)] = True
+        aligned = np.zeros(end - start, dtype=bool)
+        for b in mine:
+            aligned[b.target_start - start:b.target_end - start] = True
+        copied = np.flatnonzero(shared & aligned)
+        if len(copied) < self.min_event:
+            return None
+        t_start, t_end = start + int(copied[0]), start + int(copied[-1]) + 1
+        spans = [_query_span(b, t_start, t_end) for b in mine]
+        spans = [span for span in spans if span is not None]
+        return min(q for q, _ in spans), max(q for _, q in spans), t_start, t_end
 
     # -- differences ----------------------------------------------------------------------
     def find_differences(self) -> None:
@@ -985,6 +1058,22 @@ def _aligned_extent(blocks: list[AlignedBlock], region_id: str) -> tuple[int, in
         return None
     return (min(b.query_start for b in mine), max(b.query_end for b in mine),
             min(b.target_start for b in mine), max(b.target_end for b in mine))
+
+
+def _query_span(block: AlignedBlock, target_start: int, target_end: int) -> tuple[int, int] | None:
+    """Contig interval (forward strand, half-open) of the columns of ``block`` whose reference
+    positions lie in ``[target_start, target_end)``, or None where it has none."""
+    ops = column_ops(block.cigar)
+    target_at = block.target_start + np.cumsum(ops != ord("I")) - (ops != ord("I"))  # before each column
+    query_taken = np.cumsum(ops != ord("D"))
+    inside = np.flatnonzero((target_at >= target_start) & (target_at < target_end) & (ops != ord("I")))
+    if not len(inside):
+        return None
+    before = int(query_taken[inside[0]] - (ops[inside[0]] != ord("D")))  # contig bases before the first column
+    through = int(query_taken[inside[-1]])
+    if block.strand == "+":
+        return block.query_start + before, block.query_start + through
+    return block.query_end - through, block.query_end - before
 
 
 def _identity(blocks: list[AlignedBlock], region_id: str) -> float:

@@ -254,14 +254,17 @@ def test_a_base_that_an_ambiguity_code_allows_is_no_snp_as_in_dnadiff(tmp_path):
 
 
 @pytest.mark.tools("dnadiff")
-def test_a_tandem_duplication_is_a_tandem_insertion_as_in_dnadiff(tmp_path):
-    # 300 reference bases repeated in tandem in the assembly. The placement cuts the contig
-    # at the copy, whose piece then abuts the first alignment on both sequences: one
-    # alignment for nucmer (its end overlapping the next one: a tandem insertion), not a
-    # block out of order (a relocation).
-    reference, _, _ = simulated(10)
+@pytest.mark.parametrize("length, seed", [(300, 10), (1000, 10), (1000, 12), (2500, 13)])
+def test_a_tandem_duplication_is_a_tandem_insertion_as_in_dnadiff(tmp_path, length, seed):
+    # Reference bases repeated in tandem in the assembly. The placement cuts the contig at the
+    # copy, whose piece then abuts the first alignment on both sequences: one alignment for
+    # nucmer (its end overlapping the next one: a tandem insertion), not a block out of order
+    # (a relocation). Where the bases at a seam match on both sides of it, the copy's region
+    # takes them back from the difference block (extend_over_matches): seed 10 with 1,000
+    # bases has three such bases.
+    reference, _, _ = simulated(seed)
     middle = len(reference) // 2
-    contig = reference[:middle + 300] + reference[middle:]
+    contig = reference[:middle + length] + reference[middle:]
     ours, theirs = ours_and_dnadiff(tmp_path, reference, [("tandem", contig)])
     for label in ("AlignedBases", "1-to-1", "M-to-M", "Breakpoints", "Relocations", "Insertions",
                   "InsertionSum", "TandemIns", "TandemInsSum"):

@@ -14,6 +14,8 @@ from test_compare_cli import MAIN, number, report_rows
 
 from paths import DATA
 
+from gpualign_plugin.scoring import reverse_complement_text
+
 CORONAVIRUSES = os.path.join(DATA, "coronaviruses")
 WUHAN_HU_1 = os.path.join(CORONAVIRUSES, "wuhan_hu_1.fa")
 
@@ -105,3 +107,35 @@ def test_minimap2_places_the_genomes_where_we_place_them(tmp_path):
     theirs = [line.split("\t")[:10] for line in theirs.splitlines()]
     assert ours == theirs == [["MN996532.2", "29855", "0", "29855", "+", "MN908947.3", "29903", "0", "29875",
                                "28723"]]
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["plus", "minus"])
+def test_a_tandem_duplication_in_a_real_contig_is_dnadiffs_tandem_insertion(tmp_path, reverse):
+    """4 kbp of RaTG13 whose second kilobase is repeated in tandem, on either strand: the
+    placement gives two pieces overlapping by 1,000 reference bases, which chain separately
+    (a copy), so every [Alignments], [Feature Estimates] and SNP row equals dnadiff's
+    (MUMmer 3.23, measured: TandemIns 1,000 on the contig, 57 SNPs; TotalLength within the seam's
+    3 bases) and the differences table
+    holds one 1,000-base duplication."""
+    ratg13 = "".join(open(os.path.join(CORONAVIRUSES, "ratg13.fa")).read().split("\n", 1)[1].split())
+    contig = ratg13[10000:12000] + ratg13[11000:12000] + ratg13[12000:13000]
+    if reverse:
+        contig = reverse_complement_text(contig)
+    (tmp_path / "c.fa").write_text(f">tandem\n{contig}\n")
+    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "c.fa"), "-t", WUHAN_HU_1, "-p", str(tmp_path / "ga"),
+                           "--backend", "cpu"], check=True, capture_output=True)
+    ours = report_rows(tmp_path / "ga.report")
+    assert ours["TandemInsSum"] == ("0", "1000") and ours["AlignedBases"][1] == "4000(100.00%)"
+    rows = [line.rstrip("\n").split("\t") for line in open(tmp_path / "ga.differences.tsv")]
+    events = [dict(zip(rows[0], row)) for row in rows[1:]]
+    assert [(e["kind"], int(e["query_len"]), int(e["target_len"])) for e in events] == [("duplication", 1000, 1000)]
+    if shutil.which("dnadiff"):
+        subprocess.run(["dnadiff", "-p", str(tmp_path / "dd"), WUHAN_HU_1, str(tmp_path / "c.fa")],
+                       check=True, capture_output=True)
+        theirs = report_rows(tmp_path / "dd.report")
+        # nucmer's two alignments both take the 3 seam bases that match either copy (documented:
+        # alignment ends may differ by a few bases), so its 1-to-1 TotalLength is 4003.
+        near = ("TotalLength", "AvgLength")
+        assert {label: ours[label] for label in theirs if label not in near} == \
+            {label: value for label, value in theirs.items() if label not in near}
+        assert all(abs(number(ours["TotalLength"][k]) - number(theirs["TotalLength"][k])) <= 5 for k in (0, 1))
