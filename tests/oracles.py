@@ -227,8 +227,52 @@ def _cut_local(query_text, target_text, scheme, zdrop):
             "".join(f"{len(m.group(0))}{m.group(1)}" for m in re.finditer(r"(.)\1*", inside)))
 
 
+def dust_mask(text, window=64, level=20):
+    """Low-complexity bases (gpualign_plugin/pairwise/low_complexity.py), literally: for each
+    start, the first best-scoring interval of at most ``window`` A/C/G/T bases (at least two
+    triplets; score: sum over triplets of c (c - 1) / 2, over triplets - 1) is masked when it
+    scores more than ``level``."""
+    text = text.upper()
+    mask = [False] * len(text)
+    for i in range(len(text) - 2):
+        counts, best, best_end = {}, 0.0, -1
+        for j in range(i, min(len(text) - 2, i + window - 2)):
+            triplet = text[j:j + 3]
+            if any(c not in "ACGT" for c in triplet):
+                break
+            counts[triplet] = counts.get(triplet, 0) + 1
+            if j > i:
+                score = sum(c * (c - 1) / 2 for c in counts.values()) / (j - i)
+                if score > best:
+                    best, best_end = score, j
+        if best > level:
+            for k in range(i, best_end + 3):
+                mask[k] = True
+    return mask
+
+
+def _counted_score(text, mask, target_text, piece, scheme):
+    """A piece's score over its columns whose query base is not masked (gap columns without a
+    query base count)."""
+    _, qs, qe, ts, te, strand, _, cigar = piece
+    complement = str.maketrans("ACGTacgt", "TGCAtgca")
+    query = text[qs:qe] if strand == "+" else text[qs:qe].translate(complement)[::-1]
+    q = [int(c) for c in scheme.alphabet.encode(query)]
+    t = [int(c) for c in scheme.alphabet.encode(target_text[ts:te])]
+    scores = _column_scores(cigar, q, t, scheme.matrix, scheme.gap_open, scheme.gap_extend)
+    total, offset = 0, 0
+    for score, op in zip(scores, "".join(op * int(n) for n, op in re.findall(r"(\d+)([=XID])", cigar))):
+        forward = qs + offset if strand == "+" else qe - 1 - offset
+        if op == "D" or not mask[forward]:
+            total += score
+        offset += op != "D"
+    return total
+
+
 def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands=("+", "-")):
-    """docs/ALGORITHMS.md "Local placement", literally: plain loops over segments, targets and strands.
+    """docs/ALGORITHMS.md "Local placement", literally: plain loops over segments, targets and strands
+    (DNA: a piece or secondary is reported only if significant over its columns outside
+    :func:`dust_mask`).
 
     ``queries`` and ``targets`` are lists of ``(id, text)``. Returns one tuple per record:
     ``(query, target, qs, qe, ts, te, strand, score, cigar, primary, supplementary, mapq)``.
@@ -260,6 +304,11 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
                 qs, qe = q0 + qs, q0 + qe
             return (score, qs, qe, t0 + ts, t0 + te, strand, t_index, cigar)
 
+        mask = dust_mask(text) if scheme.is_dna else [False] * m
+
+        def reported(found):
+            return significant(_counted_score(text, mask, targets[found[6]][1], found, scheme), found[6])
+
         free, pieces = [(0, m)], []
         while True:
             best = None
@@ -275,7 +324,8 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
             if best is None or not significant(best[1][0], best[1][6]):
                 break
             found, (q0, q1) = best[1], best[2]
-            pieces.append(found)
+            if reported(found):  # else its query interval is taken, unreported
+                pieces.append(found)
             free.remove((q0, q1))
             free += [(a, b) for a, b in ((q0, found[1]), (found[2], q1)) if b > a]
             free.sort()
@@ -305,7 +355,7 @@ def local_placement(queries, targets, scheme, parameters, evalue, zdrop, strands
                          rank > 0, mapq))
             if where is not None and second >= 0.8 * score:
                 found = solve(qs, qe, *where)
-                if found is not None and significant(found[0], found[6]):
+                if found is not None and significant(found[0], found[6]) and reported(found):
                     s2, a, b, c, d, st, ti, cg = found
                     secondaries.append((query_id, targets[ti][0], a, b, c, d, st, s2, cg, False,
                                         False, 0))

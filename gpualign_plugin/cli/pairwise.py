@@ -72,6 +72,10 @@ def register(subparsers) -> None:
     parser.add_argument("--zdrop", type=float, default=ZDROP_BITS, metavar="BITS",
                         help="local mode: cut an alignment where its score drops more than BITS below "
                              f"its running maximum ('inf': never) [{ZDROP_BITS:g}]")
+    parser.add_argument("--count-low-complexity", action="store_true",
+                        help="local mode, DNA: let low-complexity query bases (poly-A, long homopolymers; "
+                             "DUST score > 20) count toward an alignment's significance [off: an "
+                             "alignment must be significant without them, as BLAST's DUST makes it]")
     add_scoring_options(parser, "dna")
     add_compute_options(parser)
     parser.add_argument("--gpu-memory", type=memory_size, metavar="SIZE",
@@ -261,7 +265,8 @@ def _place(queries, targets, pairs, scheme, engine, evalue, strands, threads, ar
 
     options = dict(backend=engine, evalue=evalue, strands=strands, threads=threads, device=args.device,
                    zdrop_bits=args.zdrop, min_score=min_score, on_cells=count, gpu_memory=args.gpu_memory,
-                   gpu_profile=gpu_profile, on_progress=advance, devices=args.devices)
+                   gpu_profile=gpu_profile, on_progress=advance, devices=args.devices,
+                   count_low_complexity=args.count_low_complexity)
     if pairs is None:
         alignments = place_local(queries, targets, scheme, **options)
         asked = queries

@@ -872,9 +872,10 @@ class _Work:
     def _copied_part(self, home: Region, region: Region) -> tuple[int, int, int, int] | None:
         """``(query_start, query_end, target_start, target_end)`` of the part of ``region`` whose
         reference bases the home region's matching regions also align, where that is at least
-        ``min_event`` bases: a chain of the same contig there is a copy of bases the contig
-        also holds at their place (a tandem or dispersed duplication), not a move. The contig
-        interval is that of the region's columns on those reference bases. None otherwise."""
+        ``min_event`` bases or all but fewer than ``min_event`` of the region's: a chain of the
+        same contig there is a copy of bases the contig also holds at their place (a tandem or
+        dispersed duplication), not a move. The contig interval is that of the region's columns
+        on those reference bases. None otherwise."""
         mine = [b for b in self.blocks if b.region == region.id]
         if not mine:
             return None
@@ -887,7 +888,8 @@ class _Work:
         for b in mine:
             aligned[b.target_start - start:b.target_end - start] = True
         copied = np.flatnonzero(shared & aligned)
-        if len(copied) < self.min_event:
+        if not len(copied) or (len(copied) < self.min_event and
+                               np.count_nonzero(aligned) - len(copied) >= self.min_event):
             return None
         t_start, t_end = start + int(copied[0]), start + int(copied[-1]) + 1
         spans = [_query_span(b, t_start, t_end) for b in mine]

@@ -21,7 +21,7 @@ from typing import Sequence as Ordered
 import numpy as np
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.model import Alignment, PairScore, cigar_columns, column_scores
+from gpualign_plugin.model import Alignment, PairScore, cigar_columns, column_ops, column_scores
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.statistics import MAX_MAPQ, KarlinAltschul, parameters_for, primary_mapq
 
@@ -562,7 +562,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
                 threads: int | None = None, device: int = 0, zdrop_bits: float = ZDROP_BITS,
                 min_score: int = 1, on_cells: Callable[[int], None] | None = None,
                 gpu_memory: int | None = None, gpu_profile: dict | None = None,
-                on_progress: Callable[[int], None] | None = None, devices: list[int] | None = None) -> list[Alignment]:
+                on_progress: Callable[[int], None] | None = None, devices: list[int] | None = None,
+                count_low_complexity: bool = False) -> list[Alignment]:
     """Every significant local alignment of each query, non-overlapping on the query, placed.
 
     The set is defined in docs/ALGORITHMS.md ("Local placement"): repeatedly the
@@ -618,6 +619,11 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
         :data:`SESSION_CANDIDATES` candidates (a chromosome pair) by columns over these
         devices (:func:`gpualign_plugin.pairwise.gpu.align_pair`); ``device`` and every other
         case run on the first. Same result.
+    count_low_complexity : bool
+        DNA: also count the columns of low-complexity query bases (poly-A, long homopolymers:
+        :mod:`~gpualign_plugin.pairwise.low_complexity`) toward a piece's significance. By
+        default a piece (or secondary) is reported only if the columns on the other bases alone
+        are significant; one that is not still takes its query interval. Proteins: no effect.
 
     Returns
     -------
@@ -645,7 +651,8 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
     for query in queries:
         for target in targets:
             scheme.check_score_range(len(query), len(target), (query.id, target.id))
-    plans = [_plan(q, targets, scheme, strand_list, parameters, evalue, min_score) for q in queries]
+    plans = [_plan(q, targets, scheme, strand_list, parameters, evalue, min_score, count_low_complexity)
+             for q in queries]
     if engine_name == "cpu":
         return _place_on_cpu(queries, targets, plans, scheme, threads, zdrop, on_cells, on_progress)
     engine = _Engine(scheme, device, gpu_memory, gpu_profile, on_progress=on_progress)
@@ -663,11 +670,14 @@ def place_local(queries: list[Sequence], targets: list[Sequence], scheme: Scorin
 
 
 def _plan(query: Sequence, targets: list[Sequence], scheme: ScoringScheme, strand_list,
-          parameters: KarlinAltschul, evalue: float, min_score: int):
+          parameters: KarlinAltschul, evalue: float, min_score: int, count_low_complexity: bool = False):
     """``(floor, generator)`` of one query's placement (:func:`_place_query`) as
     :func:`place_local` runs it: significance at ``evalue`` and ``min_score`` (at least 1),
     and the query's significance floor, the lowest over the target lengths where Spouge's
-    correction uses them (below it no score is significant on any target)."""
+    correction uses them (below it no score is significant on any target). DNA, unless
+    ``count_low_complexity``: an alignment is reported only if the columns of its query bases
+    outside low-complexity stretches are significant alone (:func:`counted_score`)."""
+    mask = scheme.is_dna and not count_low_complexity
     database = (sum(len(t) for t in targets), len(targets))
     min_score = max(1, min_score)
     best = max(1, int(scheme.matrix.max()))
@@ -683,7 +693,36 @@ def _plan(query: Sequence, targets: list[Sequence], scheme: ScoringScheme, stran
 
     floor = min(significance_floor(lambda score, n=n: significant_on(score, n), best * len(query))
                 for n in lengths)
-    return floor, _place_query(query, targets, strand_list, significant, floor, parameters, database)
+    low: list = []  # the query's mask, made when its first alignment is judged
+
+    def reported(alignment: Alignment, t_index: int) -> bool:
+        if not mask:
+            return True
+        if not low:
+            from gpualign_plugin.pairwise.low_complexity import low_complexity_mask
+
+            low.append(low_complexity_mask(query.codes))
+        return significant(counted_score(alignment, query, targets[t_index], low[0], scheme), t_index)
+
+    return floor, _place_query(query, targets, strand_list, significant, floor, parameters, database, reported)
+
+
+def counted_score(alignment: Alignment, query: Sequence, target: Sequence, masked: np.ndarray,
+                  scheme: ScoringScheme) -> int:
+    """The score of ``alignment``'s columns whose query base is not ``masked`` (``bool`` per
+    base of ``query``, forward strand); gap columns without a query base count."""
+    if not masked[alignment.query_start:alignment.query_end].any():
+        return alignment.score
+    oriented = query.codes[alignment.query_start:alignment.query_end]
+    if alignment.strand == "-":
+        oriented = reverse_complement_codes(oriented)
+    scores = column_scores(alignment.cigar, oriented,
+                           target.codes[alignment.target_start:alignment.target_end], scheme)
+    ops = column_ops(alignment.cigar)
+    has_base = ops != ord("D")
+    at = np.cumsum(has_base) - has_base  # oriented query offset of each column
+    forward = alignment.query_start + at if alignment.strand == "+" else alignment.query_end - 1 - at
+    return int(scores[~(has_base & masked[forward])].sum())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -938,11 +977,13 @@ def _place_together(queries: list[Sequence], targets: list[Sequence], plans: lis
 
 
 def _place_query(query: Sequence, targets: list[Sequence], strand_list, significant, floor: int,
-                 parameters: KarlinAltschul, database: tuple[int, int]):
+                 parameters: KarlinAltschul, database: tuple[int, int], reported):
     """One query's placement (docs/ALGORITHMS.md, "Local placement") as a generator of requests.
 
     ``significant(score, t_index)`` is the significance test of a score on target
     ``t_index``; ``floor`` is a score below which nothing is significant on any target.
+    ``reported(alignment, t_index)`` says whether a piece (or secondary) whose score is
+    significant is reported; one that is not still takes its query interval.
     It yields :class:`_Scores` (and is sent one :class:`PairScore` per slice: exact when
     at least ``floor``, else any score below ``floor``)
     and :class:`_Aligns` (sent one cut :class:`Alignment` or None per request); it
@@ -979,7 +1020,8 @@ def _place_query(query: Sequence, targets: list[Sequence], strand_list, signific
             if piece is not None and significant(piece.score, t_index):
                 heapq.heappush(heap, (-piece.score, 1, t_index, minus, q0, where.q1, where, piece))
             continue
-        pieces.append(found)
+        if reported(found, t_index):
+            pieces.append(found)
         free.discard((where.q0, where.q1))
         slices = []
         for start, end in ((where.q0, found.query_start), (found.query_end, where.q1)):
@@ -989,7 +1031,7 @@ def _place_query(query: Sequence, targets: list[Sequence], strand_list, signific
         if slices:
             push(slices, (yield _Scores(slices)))
     return (yield from _finish(query, targets, pieces, strand_list, significant, floor, parameters,
-                               database))
+                               database, reported))
 
 
 def _second_best_slices(targets: list[Sequence], piece: Alignment, strand_list) -> list[_Slice]:
@@ -1009,7 +1051,7 @@ def _second_best_slices(targets: list[Sequence], piece: Alignment, strand_list) 
 
 def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], strand_list,
             significant: Callable[[int, int], bool], floor: int, parameters: KarlinAltschul,
-            database: tuple[int, int]):
+            database: tuple[int, int], reported):
     """Rank the pieces, set MAPQ, E-value and bit score, and add the close secondaries
     (requests as :func:`_place_query`'s).
 
@@ -1043,5 +1085,6 @@ def _finish(query: Sequence, targets: list[Sequence], pieces: list[Alignment], s
     others = (yield _Aligns(asks)) if asks else []
     secondaries = [stats(other, is_primary=False, is_supplementary=False, mapq=0)
                    for other, (where, _) in zip(others, asks)
-                   if other is not None and significant(other.score, where.t_index)]
+                   if other is not None and significant(other.score, where.t_index)
+                   and reported(other, where.t_index)]
     return placed + secondaries

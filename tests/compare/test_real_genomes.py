@@ -139,3 +139,22 @@ def test_a_tandem_duplication_in_a_real_contig_is_dnadiffs_tandem_insertion(tmp_
         assert {label: ours[label] for label in theirs if label not in near} == \
             {label: value for label, value in theirs.items() if label not in near}
         assert all(abs(number(ours["TotalLength"][k]) - number(theirs["TotalLength"][k])) <= 5 for k in (0, 1))
+
+
+def test_a_long_poly_a_tail_is_an_unaligned_end_as_in_dnadiff(tmp_path):
+    """The genome's last 4,903 bases with a 150-base poly-A tail (33 in the reference): the 117
+    A's more are an unaligned end, no events (before: three false duplications and four
+    breakpoints, from pieces of the tail stacked on the reference's poly-A); every row equals
+    dnadiff's (measured: 1 alignment, insertion 117 on the contig)."""
+    genome = "".join(open(WUHAN_HU_1).read().split("\n", 1)[1].split())
+    (tmp_path / "c.fa").write_text(f">tail\n{genome[25000:] + 'A' * 117}\n")
+    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "c.fa"), "-t", WUHAN_HU_1, "-p", str(tmp_path / "ga"),
+                           "--backend", "cpu"], check=True, capture_output=True)
+    ours = report_rows(tmp_path / "ga.report")
+    assert ours["M-to-M"] == ("1", "1") and ours["Breakpoints"] == ("1", "1")
+    assert len(open(tmp_path / "ga.differences.tsv").read().splitlines()) == 1  # the header only
+    if shutil.which("dnadiff"):
+        subprocess.run(["dnadiff", "-p", str(tmp_path / "dd"), WUHAN_HU_1, str(tmp_path / "c.fa")],
+                       check=True, capture_output=True)
+        theirs = report_rows(tmp_path / "dd.report")
+        assert {label: ours[label] for label in theirs} == theirs

@@ -202,3 +202,17 @@ def test_one_strain_genome_with_inversions_is_placed_as_the_cpu_places_it():
     placed = place_local([strain], targets, SCHEME, backend="gpu")
     assert placed == place_local([strain], targets, SCHEME, backend="cpu")
     assert {a.strand for a in placed} == {"+", "-"}
+
+
+def test_gpu_and_cpu_leave_out_the_same_low_complexity_pieces():
+    # A poly-A contig and a contig whose poly-A tail outruns the reference's: pieces on the
+    # reference's poly-A only are significant by score and left out by both engines alike.
+    rng = random.Random(5)
+    genome = "".join(rng.choice("ACGT") for _ in range(8000)) + "A" * 40
+    queries = [SCHEME.encode("polyA", "A" * 300), SCHEME.encode("tail", genome[5000:] + "A" * 160)]
+    targets = [SCHEME.encode("ref", genome)]
+    for count in (False, True):
+        gpu = place_local(queries, targets, SCHEME, backend="gpu", count_low_complexity=count)
+        cpu = place_local(queries, targets, SCHEME, backend="cpu", count_low_complexity=count)
+        assert gpu == cpu
+        assert (len(cpu) == 1) != count
