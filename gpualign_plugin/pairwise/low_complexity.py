@@ -26,19 +26,46 @@ LEVEL = 20
 """Score above which an interval is low-complexity (DUST's and sdust's default)."""
 
 
+NEEDED_RUN = 43
+"""Fewest copies of one base that a window of :data:`WINDOW` bases holds where it has a
+low-complexity interval. With ``l`` triplets and ``c`` the largest triplet count, the score is
+at most ``l (c - 1) / 2 / (l - 1)``; above :data:`LEVEL` that needs ``c >= 41``, which only a
+homopolymer triplet reaches in 62 (two overlapping copies of any other triplet would have to
+be equal shifted by one base), so 41 ``XXX`` triplets: 43 bases ``X``."""
+
+
 def low_complexity_mask(codes: np.ndarray) -> np.ndarray:
     """``bool`` per base of the DNA ``codes`` (0-3 = A, C, G, T; others break triplets):
     whether it lies in a low-complexity interval (module docstring)."""
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
     mask = np.zeros(len(codes), dtype=np.bool_)
-    _mark(np.ascontiguousarray(codes, dtype=np.uint8), WINDOW, LEVEL, mask)
+    starts = _dense_starts(codes)
+    if starts.any():  # else nothing can score above the level: no Numba at all
+        _mark(codes, starts, WINDOW, LEVEL, mask)
     return mask
 
 
+def _dense_starts(codes: np.ndarray) -> np.ndarray:
+    """``bool`` per base: whether the :data:`WINDOW` bases from it hold :data:`NEEDED_RUN`
+    copies of one base, the only starts whose intervals can score above the level."""
+    n = len(codes)
+    dense = np.zeros(n, dtype=np.bool_)
+    if n < NEEDED_RUN:
+        return dense
+    ends = np.minimum(np.arange(n) + WINDOW, n)
+    for base in range(4):
+        seen = np.concatenate(([0], np.cumsum(codes == base, dtype=np.int32)))
+        dense |= seen[ends] - seen[:-1] >= NEEDED_RUN
+    return dense
+
+
 @njit(cache=True, nogil=True)
-def _mark(codes, window, level, mask):  # pragma: no cover - compiled
+def _mark(codes, starts, window, level, mask):  # pragma: no cover - compiled
     counts = np.zeros(64, dtype=np.int64)
     n = len(codes)
     for i in range(n - 2):
+        if not starts[i]:
+            continue
         counts[:] = 0
         pairs = 0
         best = 0.0

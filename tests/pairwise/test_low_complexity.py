@@ -44,6 +44,12 @@ def test_the_mask_is_the_definitions(seed):
     assert mask_of(text) == oracles.dust_mask(text)
 
 
+@pytest.mark.parametrize("text", ["A" * 42, "A" * 43, "A" * 44, "C" + "A" * 43, "A" * 30 + "C" + "A" * 30,
+                                  "GT" + "T" * 41 + "G" + "T" * 20, "ACGT" * 3 + "G" * 45 + "ACGT" * 3])
+def test_the_mask_is_the_definitions_around_the_fewest_bases_that_can_score(text):
+    assert mask_of(text) == oracles.dust_mask(text)
+
+
 def test_long_homopolymers_are_masked_and_random_sequence_is_not():
     rng = np.random.default_rng(3)
     flank = "".join(rng.choice(list("ACGT"), 300))
