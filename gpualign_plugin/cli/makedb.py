@@ -43,10 +43,12 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     alphabet = args.alphabet
+    detected = detected_kind([args.db]) if alphabet == "auto" else None
     if alphabet == "auto":
-        alphabet = detected_kind([args.db]) or "protein"
-        log.info("%s: the records look like %s", args.db, alphabet)
+        alphabet = detected or "protein"
     database = read_database(args.db, PROTEIN if alphabet == "protein" else DNA)
+    if detected:  # said once the file is known to be one
+        log.info("%s: the records look like %s", args.db, alphabet)
     write_database(database, args.out)
     log.info("%s: %s, %s prepared in %.2f s", args.out, counted(len(database), "sequence"),
              counted(database.residues, "residue"), time.perf_counter() - started)

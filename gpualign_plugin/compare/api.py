@@ -634,8 +634,8 @@ def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.
     the first (``grown[0]``) or last (``grown[1]``) matching region beyond its best-scoring
     prefix (from the outer end: suffix) become a terminal difference block, the shortest such
     cut among equals; an outermost matching region that scores no more than the block penalty
-    of the difference block inside it (with a matching region further in) joins that block first. A grown end that scores more than
-    nothing stays aligned.
+    of the difference block inside it (with a matching region further in) joins that block
+    first. A grown end that scores more than nothing stays aligned.
     """
     blocks = list(alignment.blocks)
     penalty = alignment.block_penalty

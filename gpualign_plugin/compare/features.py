@@ -192,18 +192,18 @@ def lis_chain(blocks: list[AlignedBlock], side: str) -> set[int]:
             olap = np.maximum(end[:i] - start[i], 0)
             allowed = (previous[:i] < 0) | (previous_end[:i] <= start[i])
             allowed &= olap <= length[i]  # olap <= length[j] holds: j starts first
-            if not allowed.any():
-                continue
             candidate = score[:i] + ((length[i] - olap) * w[i]).astype(np.int64)
             # MUMmer's DiffAligns: the gap (or overlap) between the two on each sequence.
             gap = np.where(start[:i] < start[i], np.abs(end[:i] - 1 - start[i]), np.abs(end[i] - 1 - start[:i]))
             gap += np.where(other_start[:i] < other_start[i], np.abs(other_end[:i] - 1 - other_start[i]),
                             np.abs(other_end[i] - 1 - other_start[:i]))
             candidate_distance = distance[:i] + gap
-            ranked = np.lexsort((np.arange(i), candidate_distance, -candidate))
-            best = next((int(j) for j in ranked if allowed[j]), None)
-            if best is not None and candidate[best] > score[i]:
-                score[i], distance[i], previous[i] = candidate[best], candidate_distance[best], best
+            candidate = np.where(allowed, candidate, -1)
+            top = int(candidate.max())
+            if top > score[i]:  # the first of the best by (score, then the smaller distance)
+                tied = np.flatnonzero(candidate == top)
+                best = int(tied[np.argmin(candidate_distance[tied])])
+                score[i], distance[i], previous[i] = top, candidate_distance[best], best
                 previous_end[i] = end[best]
         i = int(np.lexsort((np.arange(n), distance, -score))[0])
         while i >= 0:

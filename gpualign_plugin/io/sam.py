@@ -45,6 +45,7 @@ import contextlib
 import heapq
 import os
 import re
+import sys
 from typing import Iterable, Iterator, Union
 
 import pysam
@@ -553,6 +554,21 @@ def _merged_programs(headers: list[dict], command_line: str | None) -> list[dict
     return programs
 
 
+@contextlib.contextmanager
+def _htslib_quiet():
+    """htslib's own messages off while the block runs, and the error pysam's half-made file
+    object raises again as it is freed ("Exception ignored in ... __dealloc__"): a damaged
+    input's one-line :class:`InputError` says what they would say, several lines before it."""
+    previous, hooks = pysam.set_verbosity(0), (sys.unraisablehook, sys.excepthook)
+    sys.unraisablehook = lambda unraisable: None
+    sys.excepthook = lambda *exc_info: None  # Cython prints an unraisable error through it first
+    try:
+        yield
+    finally:
+        pysam.set_verbosity(previous)
+        sys.unraisablehook, sys.excepthook = hooks
+
+
 def merge_bams(out_path: str | os.PathLike, inputs: list[str | os.PathLike],
                command_line: str | None = None, index: bool = True) -> None:
     """Merge coordinate-sorted BAMs of shards (same ``@SQ`` lines) into one sorted, indexed BAM.
@@ -587,6 +603,7 @@ def merge_bams(out_path: str | os.PathLike, inputs: list[str | os.PathLike],
         raise InputError("no BAM files to merge")
     paths = [os.fspath(p) for p in inputs]
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_htslib_quiet())
         files = []
         for path in paths:
             if not os.path.isfile(path):
@@ -594,7 +611,9 @@ def merge_bams(out_path: str | os.PathLike, inputs: list[str | os.PathLike],
             try:
                 files.append(stack.enter_context(pysam.AlignmentFile(path, "rb")))
             except (ValueError, OSError) as exc:
-                raise InputError(f"not a readable BAM file ({exc})", path=path) from None
+                message = f"not a readable BAM file ({exc})"
+                exc.__traceback__ = None  # pysam's half-made file object goes now, while it is kept quiet
+                raise InputError(message, path=path) from None
         headers = [f.header.to_dict() for f in files]
         references = headers[0].get("SQ", [])
         for path, header in zip(paths, headers):
