@@ -69,13 +69,22 @@ def chosen_subcommand(argv: list[str]) -> str | None:
     return None
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors (a missing or malformed option) are one line, as every
+    other error of ``gpualign`` is, with exit status 2; the usage is one ``--help`` away.
+    ``add_subparsers`` makes the subcommands' parsers of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"gpualign: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered, or only the module ``only``.
 
     A run registers only its own subcommand, so it imports no other command's modules
     (the syntenic command alone loads Numba and SciPy at import).
     """
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="gpualign", description="Exact dynamic-programming sequence alignment on GPUs and CPUs.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gpualign {__version__}")

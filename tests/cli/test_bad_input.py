@@ -179,3 +179,17 @@ def test_merge_alignments_says_a_damaged_bam_in_one_line(tmp_path, capfd):
     err = capfd.readouterr().err.strip()
     assert err.startswith("gpualign: error:") and "b.bam: not a readable BAM file" in err and "\n" not in err, err
     assert not (tmp_path / "m.bam").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["pairwise", "-q", "x.fa", "--min-score", "abc"], "argument --min-score: invalid int value: 'abc'"),
+    (["pairwise"], "the following arguments are required: -q/--query"),
+    (["no-such-command"], "invalid choice: 'no-such-command'"),
+    (["--local-gpus", "x", "fold"], "argument --local-gpus: invalid int value: 'x'"),
+])
+def test_option_errors_are_one_line_naming_the_help(capsys, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("gpualign: error: ") and message in err and "--help')" in err
