@@ -100,7 +100,10 @@ class Alphabet:
             if (self.name == "dna" and char.upper() in PROTEIN_LETTERS
                     and not looks_like_nucleotide(text)):
                 hint = " (the sequence looks like protein but the scoring scheme is for DNA)"
-            raise InputError(f"character {char!r} is not in the {self.name} alphabet{hint}",
+            # Files are read as Latin-1: a character past ASCII is one byte of the file (of a
+            # UTF-8 letter, say), which its code names better than its Latin-1 reading.
+            what = f"character {char!r}" if char.isascii() and char.isprintable() else f"byte 0x{ord(char):02x}"
+            raise InputError(f"{what} is not in the {self.name} alphabet{hint}",
                              path=path, record=record, position=pos + 1)
         return codes
 

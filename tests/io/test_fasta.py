@@ -47,6 +47,8 @@ def test_write_then_read_round_trips(tmp_path):
     (">r1\nACGT\n>r1\nAC\n", "record 'r1': line 3: duplicate record name"),
     (">\nACGT\n", "line 1: record header has no name"),
     (">r1\nACGZT\n", "record 'r1': position 4: character 'Z'"),
+    (">r1\nACG\u00e9T\n", "record 'r1': position 4: byte 0xc3"),  # UTF-8 'é', read a byte at a time
+    (">r1\nAC\x00GT\n", "record 'r1': position 3: byte 0x00"),
 ])
 def test_bad_files_give_one_line_naming_file_record_and_position(tmp_path, content, message):
     path = write(tmp_path / "bad.fa", content)
