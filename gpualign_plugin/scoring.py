@@ -46,6 +46,12 @@ NUCLEOTIDE_LIKE = frozenset("ACGTUN")
 """Letters :func:`looks_like_nucleotide` counts (either case)."""
 
 
+def named_character(char: str) -> str:
+    """How an error names a character of a file read as Latin-1: ``character 'Z'``, or, past
+    ASCII (one byte of a UTF-8 letter, say) and for control characters, ``byte 0xc3``."""
+    return f"character {char!r}" if char.isascii() and char.isprintable() else f"byte 0x{ord(char):02x}"
+
+
 @dataclass(frozen=True)
 class Alphabet:
     """An ordered set of letters and its encoding table.
@@ -100,10 +106,7 @@ class Alphabet:
             if (self.name == "dna" and char.upper() in PROTEIN_LETTERS
                     and not looks_like_nucleotide(text)):
                 hint = " (the sequence looks like protein but the scoring scheme is for DNA)"
-            # Files are read as Latin-1: a character past ASCII is one byte of the file (of a
-            # UTF-8 letter, say), which its code names better than its Latin-1 reading.
-            what = f"character {char!r}" if char.isascii() and char.isprintable() else f"byte 0x{ord(char):02x}"
-            raise InputError(f"{what} is not in the {self.name} alphabet{hint}",
+            raise InputError(f"{named_character(char)} is not in the {self.name} alphabet{hint}",
                              path=path, record=record, position=pos + 1)
         return codes
 

@@ -12,11 +12,14 @@ import argparse
 import logging
 import os
 
+import numpy as np
+
 from gpualign_plugin.cli.common import counted
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.io.atomic import all_or_none, atomic_text
 from gpualign_plugin.io.fasta import iter_fasta_text, write_fasta
 from gpualign_plugin.io.text import text_input
+from gpualign_plugin.scoring import PROTEIN, named_character
 
 log = logging.getLogger("gpualign")
 
@@ -93,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
     if args.fasta:
         units = [(f"{name} {description}".rstrip(), text)
                  for name, description, text in iter_fasta_text(args.fasta)]
+        for name, text in units:  # parts the next step reads: no character of no alphabet
+            codes = PROTEIN.lookup(np.frombuffer(text.encode("latin-1", "replace"), dtype=np.uint8))
+            outside = np.flatnonzero(codes == 255)  # the protein letters hold the DNA ones
+            if outside.size:
+                raise InputError(f"{named_character(text[outside[0]])} is no DNA or protein letter",
+                                 path=args.fasta, record=name.split()[0], position=int(outside[0]) + 1)
         weights = [len(text) for _, text in units]
         extension = "fa"
     else:

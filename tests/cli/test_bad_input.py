@@ -193,3 +193,11 @@ def test_option_errors_are_one_line_naming_the_help(capsys, argv, message):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.count("\n") == 1
     assert err.startswith("gpualign: error: ") and message in err and "--help')" in err
+
+
+def test_split_refuses_a_character_no_alphabet_has(tmp_path, capsys):
+    # Its parts would fail the next step, which would name the part and not this file.
+    (tmp_path / "in.fa").write_text(">a\nACGT\n>b desc\nACG7T\n")
+    assert main(["split", "--fasta", str(tmp_path / "in.fa"), "--parts", "2", "--out-dir", str(tmp_path / "p")]) == 2
+    assert "in.fa: record 'b': position 4: character '7' is no DNA or protein letter" in one_error_line(capsys)
+    assert not (tmp_path / "p").exists() or os.listdir(tmp_path / "p") == []
