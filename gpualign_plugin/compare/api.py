@@ -882,8 +882,9 @@ class _Work:
         start, end = min(b.target_start for b in mine), max(b.target_end for b in mine)
         shared = np.zeros(end - start, dtype=bool)
         for b in self.blocks:
-            if b.region == home.id and b.target_id == region.target_id:
-                shared[max(b.target_start, start) - start:max(min(b.target_end, end) - start, 0)] = True
+            lo, hi = max(b.target_start, start), min(b.target_end, end)
+            if b.region == home.id and b.target_id == region.target_id and lo < hi:
+                shared[lo - start:hi - start] = True
         aligned = np.zeros(end - start, dtype=bool)
         for b in mine:
             aligned[b.target_start - start:b.target_end - start] = True

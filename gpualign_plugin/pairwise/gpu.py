@@ -45,6 +45,7 @@ import contextlib
 import functools
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -1943,25 +1944,13 @@ class LongPairSession:
             self.kept.pop(key, None)
         while len(self.kept) > self.keep - len(pairs):
             self.kept.pop(next(iter(self.kept)))
-        ends: list = [None] * len(pairs)
-        errors: list = []
 
-        def score_one(k: int) -> None:
-            try:
-                with cupy.cuda.Device(self.devices[0]), cupy.cuda.Stream(non_blocking=True):
-                    ends[k] = self.score(*pairs[k])
-            except BaseException as exc:
-                errors.append(exc)
+        def score_on_own_stream(pair) -> PairScore:
+            with cupy.cuda.Device(self.devices[0]), cupy.cuda.Stream(non_blocking=True):
+                return self.score(*pair)
 
-        threads = [threading.Thread(target=score_one, args=(k,), name=f"gpualign-strand-{k}")
-                   for k in range(len(pairs))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
-        return ends
+        with ThreadPoolExecutor(max_workers=len(pairs), thread_name_prefix="gpualign-strand") as pool:
+            return list(pool.map(score_on_own_stream, pairs))
 
     def align(self, key, query_codes, target_codes) -> PairAlignment:
         """:func:`align_pair` of the pair: from the kept score pass of ``key`` when there is one."""

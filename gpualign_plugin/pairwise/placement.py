@@ -10,6 +10,7 @@ the "Placement" rule; filtering by ``--min-score`` is its caller's job.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import math
 import threading
@@ -693,16 +694,15 @@ def _plan(query: Sequence, targets: list[Sequence], scheme: ScoringScheme, stran
 
     floor = min(significance_floor(lambda score, n=n: significant_on(score, n), best * len(query))
                 for n in lengths)
-    low: list = []  # the query's mask, made when its first alignment is judged
+    @functools.cache
+    def low_complexity() -> np.ndarray:  # made when the query's first alignment is judged
+        from gpualign_plugin.pairwise.low_complexity import low_complexity_mask
+
+        return low_complexity_mask(query.codes)
 
     def reported(alignment: Alignment, t_index: int) -> bool:
-        if not mask:
-            return True
-        if not low:
-            from gpualign_plugin.pairwise.low_complexity import low_complexity_mask
-
-            low.append(low_complexity_mask(query.codes))
-        return significant(counted_score(alignment, query, targets[t_index], low[0], scheme), t_index)
+        return not mask or significant(
+            counted_score(alignment, query, targets[t_index], low_complexity(), scheme), t_index)
 
     return floor, _place_query(query, targets, strand_list, significant, floor, parameters, database, reported)
 
