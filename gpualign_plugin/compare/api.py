@@ -493,6 +493,39 @@ def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
     return chains
 
 
+def tandem_copies(home: list[Alignment], chain: list[Alignment]) -> list[bool]:
+    """Which placements of ``chain`` are tandem copies inside the ``home`` chain.
+
+    A placement is one when it is shorter than :data:`CHAIN_OVERLAP` contig bases and, on the
+    home chain's target and strand, lies (contig bases) between two consecutive home
+    placements, within :data:`CHAIN_OVERLAP` of each, with the reference bases it aligns at
+    their junction: no further from it than the contig bases between the two (the length of
+    what was inserted there). Such a placement reads again the reference bases next to where
+    the contig holds more: a few extra copies of a short tandem unit (a 30 bp unit seven
+    times where the reference has it twice). They are part of the home region's insertion,
+    one event, as dnadiff reports one insertion (nucmer's clusters of 65 bases place no such
+    copy); as chains of their own each was a duplication, a breakpoint pair and, where two
+    read the same reference bases, a "relocation". A longer copy stays a region, as nucmer
+    aligns it (:meth:`_Work._join_tandem_copies` makes the copies of one expansion one event).
+    """
+    result = []
+    for p in chain:
+        found = False
+        if (p.query_end - p.query_start < CHAIN_OVERLAP
+                and (p.target_id, p.strand) == (home[0].target_id, home[0].strand)):
+            for a, b in zip(home, home[1:]):
+                inserted = b.query_start - a.query_end
+                if not (a.query_end - CHAIN_OVERLAP <= p.query_start and
+                        p.query_end <= b.query_start + CHAIN_OVERLAP):
+                    continue
+                ends = (a.target_end, b.target_start) if p.strand == "+" else (a.target_start, b.target_end)
+                if min(ends) - inserted <= p.target_start and p.target_end <= max(ends) + inserted:
+                    found = True
+                    break
+        result.append(found)
+    return result
+
+
 def _follows(a: Alignment, b: Alignment) -> bool:
     """Whether placement ``b`` can come after ``a`` in a collinear chain (same target and strand)."""
     if a.query_end > b.query_start + CHAIN_OVERLAP:
@@ -738,6 +771,7 @@ class _Work:
         self.blocks: list[AlignedBlock] = []
         self.events: list[Difference] = []
         self.extended: dict[str, tuple[bool, bool]] = {}
+        self.copies: dict[str, list[Alignment]] = {}
 
     # -- regions --------------------------------------------------------------------------
     def add_region(self, query_id, target_id, strand, query_start, query_end, target_start,
@@ -768,8 +802,11 @@ class _Work:
         return region
 
     def add_contig(self, query: Sequence, pieces: list[Alignment]) -> None:
-        """Chain a contig's placements and align each chain (the first is the home)."""
+        """Chain a contig's placements and align each chain (the first is the home); chains
+        of tandem copies (:func:`tandem_copies`) make no region of their own."""
         chains = chain_placements(pieces)
+        copies = [chain for chain in chains[1:] if all(tandem_copies(chains[0], chain))]
+        chains = [chain for chain in chains if not any(chain is c for c in copies)]
         home = None
         placed_regions = []
         for chain in chains:
@@ -807,7 +844,9 @@ class _Work:
             grown = (grow_start > 0, grow_end > 0) if first.strand == "+" else (grow_end > 0, grow_start > 0)
             region = self.add_region(query.id, first.target_id, first.strand, q_start, q_end,
                                      t_start, t_end, role, anchors=anchors, grown=grown)
-            home = home or region
+            if home is None:
+                home = region
+                self.copies[region.id] = [p for chain in copies for p in chain]
             placed_regions.append((region, role, placed))
         self.extend_over_matches(query.id)
         for region, role, placed in placed_regions[1:]:
@@ -936,6 +975,31 @@ class _Work:
                     self.events.append(Difference("", "small", region.query_id, qs, qe,
                                                   region.target_id, ts, te, "+", region.id))
         self._pair_relocations(insertions, deletions)
+        self._join_tandem_copies()
+
+    def _join_tandem_copies(self) -> None:
+        """Join duplications of one contig that abut on it (within ``min_event`` bases) and copy
+        overlapping or abutting reference bases in the same orientation: the copies of one
+        tandem expansion (three extra copies of a 100 bp unit placed as a 200 and a 100 bp
+        piece) are one event, whose reference interval is the bases copied."""
+        joined: list[Difference] = []
+        for event in sorted((e for e in self.events if e.kind == "duplication"),
+                            key=lambda e: (e.query_id, e.query_start, e.query_end)):
+            last = joined[-1] if joined else None
+            if (last is not None and (last.query_id, last.target_id, last.orientation)
+                    == (event.query_id, event.target_id, event.orientation)
+                    and event.query_start - last.query_end <= self.min_event
+                    and event.target_start <= last.target_end and last.target_start <= event.target_end):
+                spans = last.query_span + event.query_span
+                joined[-1] = replace(
+                    last, query_end=max(last.query_end, event.query_end),
+                    target_start=min(last.target_start, event.target_start),
+                    target_end=max(last.target_end, event.target_end),
+                    identity=(last.identity * last.query_span + event.identity * event.query_span) / spans,
+                    inserted_at=last.inserted_at if last.inserted_at >= 0 else event.inserted_at)
+            else:
+                joined.append(event)
+        self.events = [e for e in self.events if e.kind != "duplication"] + joined
 
     def _note_insertion_point(self, region, qs, qe, ts) -> None:
         """Where a relocated or duplicated chain of the same contig sits in ``region``'s
@@ -967,6 +1031,16 @@ class _Work:
         deletions.sort(key=lambda item: (item[0].target_id, item[1][0]))
         paired = set()
         for region, (qs, qe, _), junction in insertions:
+            copies = [p for p in self.copies.get(region.id, ())
+                      if 2 * (min(qe, p.query_end) - max(qs, p.query_start)) > min(qe - qs, p.query_end - p.query_start)]
+            if copies:
+                # Extra copies of the reference bases at the junction: a tandem expansion.
+                self.events.append(Difference(
+                    "", "duplication", region.query_id, qs, qe, region.target_id,
+                    min(p.target_start for p in copies), max(p.target_end for p in copies), "+",
+                    region.id, region.id,
+                    100.0 * sum(p.matches for p in copies) / sum(p.columns for p in copies), junction))
+                continue
             found = False
             for index, (other, (ts, te, _), _) in enumerate(deletions):
                 if index in paired or 2 * min(qe - qs, te - ts) < max(qe - qs, te - ts):

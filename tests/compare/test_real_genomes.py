@@ -158,3 +158,56 @@ def test_a_long_poly_a_tail_is_an_unaligned_end_as_in_dnadiff(tmp_path):
                        check=True, capture_output=True)
         theirs = report_rows(tmp_path / "dd.report")
         assert {label: ours[label] for label in theirs} == theirs
+
+
+def tandem_array(unit_length: int, in_reference: int, in_contig: int) -> tuple[str, str]:
+    """12 kbp of Wuhan-Hu-1 holding ``in_reference`` copies of a unit of ``unit_length`` bases
+    in tandem at 7,000, and the same with ``in_contig`` copies."""
+    genome = "".join(open(WUHAN_HU_1).read().split("\n", 1)[1].split())[8000:20000]
+    unit = genome[7000:7000 + unit_length]
+    around = genome[:7000], genome[7000 + unit_length:]
+    return around[0] + unit * in_reference + around[1], around[0] + unit * in_contig + around[1]
+
+
+def compare_events(directory, reference: str, contig: str) -> tuple[dict, list[dict]]:
+    """Report rows and differences-table rows of ``gpualign compare`` (CPU) of one contig."""
+    (directory / "ref.fa").write_text(f">ref\n{reference}\n")
+    (directory / "c.fa").write_text(f">c\n{contig}\n")
+    subprocess.run(MAIN + ["compare", "-q", str(directory / "c.fa"), "-t", str(directory / "ref.fa"),
+                           "-p", str(directory / "ga"), "--backend", "cpu"], check=True, capture_output=True)
+    rows = [line.rstrip("\n").split("\t") for line in open(directory / "ga.differences.tsv")]
+    return report_rows(directory / "ga.report"), [dict(zip(rows[0], row)) for row in rows[1:]]
+
+
+@pytest.mark.parametrize("unit_length, in_reference, in_contig, reverse",
+                         [(30, 2, 7, False), (30, 2, 7, True), (50, 1, 4, True)])
+def test_a_short_tandem_expansion_is_one_insertion_as_in_dnadiff(tmp_path, unit_length, in_reference,
+                                                                 in_contig, reverse):
+    """Extra copies of a 30 or 50 bp unit in a real contig, either strand: the placement finds
+    each extra copy as a piece of its own (each significant, none as long as the chain's
+    overlap); they are one duplication event of all the extra bases, copying the reference's
+    array, and every row equals dnadiff's (MUMmer 3.23, measured: one insertion of the extra
+    bases, two alignments, two breakpoints). Before: one duplication per piece, 6 breakpoints,
+    4 alignments and a "relocation" where two copies read the same reference bases."""
+    reference, contig = tandem_array(unit_length, in_reference, in_contig)
+    ours, events = compare_events(tmp_path, reference, reverse_complement_text(contig) if reverse else contig)
+    extra = unit_length * (in_contig - in_reference)
+    assert [(e["kind"], int(e["query_len"])) for e in events] == [("duplication", extra)]
+    start, end = int(events[0]["target_start"]), int(events[0]["target_end"])
+    assert 7000 - 5 <= start and end <= 7000 + unit_length * in_reference + 5
+    assert ours["Insertions"] == ("0", "1") and ours["InsertionSum"] == ("0", str(extra))
+    if shutil.which("dnadiff"):
+        subprocess.run(["dnadiff", "-p", str(tmp_path / "dd"), str(tmp_path / "ref.fa"), str(tmp_path / "c.fa")],
+                       check=True, capture_output=True)
+        theirs = report_rows(tmp_path / "dd.report")
+        assert {label: ours[label] for label in theirs} == theirs
+
+
+def test_a_tandem_expansion_of_a_longer_unit_is_one_duplication(tmp_path):
+    """Five copies of a 100 bp unit where the reference has two: the placement gives a 200 and
+    a 100 bp copy, each its own region (as nucmer aligns copies that long), and one event: the
+    300 extra bases, copying the reference's two units (before: two duplication events)."""
+    reference, contig = tandem_array(100, 2, 5)
+    _, events = compare_events(tmp_path, reference, contig)
+    assert [(e["kind"], int(e["query_len"]), int(e["target_start"]), int(e["target_end"]))
+            for e in events] == [("duplication", 300, 7000, 7200)]
