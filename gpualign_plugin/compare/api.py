@@ -403,8 +403,59 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     comparison.variants = sorted(
         (v for region in work.regions for v in _variants(region, work)),
         key=lambda v: (rank[v.target_id], v.target_pos, v.query_id, v.query_pos, v.alt))
-    comparison.copies = _repeat_copies(work, comparison.blocks, evalue, threads)
+    comparison.blocks, comparison.copies = _continue_blocks(
+        comparison.blocks, _repeat_copies(work, comparison.blocks, evalue, threads), work.targets)
     return comparison
+
+
+def _continue_blocks(blocks: list[AlignedBlock], copies: list[AlignedBlock], targets: dict
+                     ) -> tuple[list[AlignedBlock], list[AlignedBlock]]:
+    """Join each repeat copy shorter than :data:`CHAIN_OVERLAP` reference bases that continues a
+    block to that block.
+
+    A copy continues a block when it has the block's contig, record and strand, starts on the
+    contig where the block ends (or ends where it starts) and its reference bases equal those
+    right after the block's end (before its start) on the record: it is then an alignment of
+    the same contig bases to those reference bases, with the same CIGAR and score. A deleted
+    tandem copy (a 30 bp unit twice in the contig, seven times in the reference) leaves
+    reference bases no block covers; their copy is the contig's next unit, right at a block's
+    end, placed on whichever copy of the unit came first among equals: nucmer extends the
+    alignment over it (its two alignments then overlap on the contig, a tandem deletion),
+    where a separate copy counted one alignment and two breakpoints more than dnadiff. A
+    longer copy stays one (nucmer aligns it on its own too, as :func:`tandem_copies` says).
+    ``targets`` maps record ids to sequences. Returns the blocks and the copies left.
+    """
+    blocks = list(blocks)
+    left = []
+    for copy in copies:
+        codes = targets[copy.target_id].codes
+        span = copy.target_end - copy.target_start
+        if span >= CHAIN_OVERLAP:
+            left.append(copy)
+            continue
+        copied = codes[copy.target_start:copy.target_end]
+        for k, b in enumerate(blocks):
+            if (b.query_id, b.target_id, b.strand) != (copy.query_id, copy.target_id, copy.strand):
+                continue
+            forward = b.strand == "+"
+            after = b.query_end == copy.query_start if forward else copy.query_end == b.query_start
+            before = copy.query_end == b.query_start if forward else b.query_end == copy.query_start
+            if after and np.array_equal(codes[b.target_end:b.target_end + span], copied):
+                target_start, target_end = b.target_start, b.target_end + span
+                runs = (*b.cigar.runs, *copy.cigar.runs)
+            elif before and b.target_start >= span and \
+                    np.array_equal(codes[b.target_start - span:b.target_start], copied):
+                target_start, target_end = b.target_start - span, b.target_end
+                runs = (*copy.cigar.runs, *b.cigar.runs)
+            else:
+                continue
+            blocks[k] = replace(b, query_start=min(b.query_start, copy.query_start),
+                                query_end=max(b.query_end, copy.query_end), target_start=target_start,
+                                target_end=target_end, cigar=Cigar.from_runs(runs))
+            break
+        else:
+            left.append(copy)
+    return blocks, left
 
 
 def uncovered_stretches(work, blocks: list[AlignedBlock]) -> list[tuple[Sequence, int, int]]:
@@ -771,7 +822,7 @@ class _Work:
         self.blocks: list[AlignedBlock] = []
         self.events: list[Difference] = []
         self.extended: dict[str, tuple[bool, bool]] = {}
-        self.copies: dict[str, list[Alignment]] = {}
+        self.extra_copies: dict[str, list[Alignment]] = {}
 
     # -- regions --------------------------------------------------------------------------
     def add_region(self, query_id, target_id, strand, query_start, query_end, target_start,
@@ -846,7 +897,7 @@ class _Work:
                                      t_start, t_end, role, anchors=anchors, grown=grown)
             if home is None:
                 home = region
-                self.copies[region.id] = [p for chain in copies for p in chain]
+                self.extra_copies[region.id] = [p for chain in copies for p in chain]
             placed_regions.append((region, role, placed))
         self.extend_over_matches(query.id)
         for region, role, placed in placed_regions[1:]:
@@ -1031,7 +1082,7 @@ class _Work:
         deletions.sort(key=lambda item: (item[0].target_id, item[1][0]))
         paired = set()
         for region, (qs, qe, _), junction in insertions:
-            copies = [p for p in self.copies.get(region.id, ())
+            copies = [p for p in self.extra_copies.get(region.id, ())
                       if 2 * (min(qe, p.query_end) - max(qs, p.query_start)) > min(qe - qs, p.query_end - p.query_start)]
             if copies:
                 # Extra copies of the reference bases at the junction: a tandem expansion.

@@ -211,3 +211,24 @@ def test_a_tandem_expansion_of_a_longer_unit_is_one_duplication(tmp_path):
     _, events = compare_events(tmp_path, reference, contig)
     assert [(e["kind"], int(e["query_len"]), int(e["target_start"]), int(e["target_end"]))
             for e in events] == [("duplication", 300, 7000, 7200)]
+
+
+@pytest.mark.parametrize("unit_length, in_reference, in_contig, reverse",
+                         [(30, 7, 2, False), (30, 7, 2, True), (50, 4, 1, False)])
+def test_a_short_tandem_contraction_is_one_deletion_as_in_dnadiff(tmp_path, unit_length, in_reference,
+                                                                  in_contig, reverse):
+    """Fewer copies of a 30 or 50 bp unit in a real contig than in the reference, either strand:
+    one deletion event of the missing bases, and every row equals dnadiff's (MUMmer 3.23,
+    measured: two alignments overlapping on the contig, two breakpoints). The deleted stretch's
+    repeat copy is the contig's unit next to a matching region, which nucmer's alignment
+    extends over; before, it was an alignment of its own (M-to-M 3, 4 breakpoints)."""
+    reference, contig = tandem_array(unit_length, in_reference, in_contig)
+    ours, events = compare_events(tmp_path, reference, reverse_complement_text(contig) if reverse else contig)
+    missing = unit_length * (in_reference - in_contig)
+    assert [(e["kind"], int(e["target_len"])) for e in events] == [("deletion", missing)]
+    assert ours["M-to-M"] == ("2", "2") and ours["Breakpoints"] == ("2", "2")
+    if shutil.which("dnadiff"):
+        subprocess.run(["dnadiff", "-p", str(tmp_path / "dd"), str(tmp_path / "ref.fa"), str(tmp_path / "c.fa")],
+                       check=True, capture_output=True)
+        theirs = report_rows(tmp_path / "dd.report")
+        assert {label: ours[label] for label in theirs} == theirs
