@@ -1050,7 +1050,22 @@ class _Work:
                     inserted_at=last.inserted_at if last.inserted_at >= 0 else event.inserted_at)
             else:
                 joined.append(event)
-        self.events = [e for e in self.events if e.kind != "duplication"] + joined
+        self.events = [e for e in self.events if e.kind != "duplication"] + \
+            [e if e.inserted_at >= 0 else replace(e, inserted_at=self._junction(e)) for e in joined]
+
+    def _junction(self, event: Difference) -> int:
+        """The reference position where ``event``'s contig bases sit between the matching
+        regions of its region (the home) that end or start next to them on the contig (within
+        ``min_event`` bases); -1 when none does. For copies that abut the home's blocks instead
+        of lying in a difference block of it."""
+        for b in self.blocks:
+            if b.region != event.region or b.query_id != event.query_id:
+                continue
+            if abs(b.query_end - event.query_start) <= self.min_event:
+                return b.target_end if b.strand == "+" else b.target_start
+            if abs(b.query_start - event.query_end) <= self.min_event:
+                return b.target_start if b.strand == "+" else b.target_end
+        return -1
 
     def _note_insertion_point(self, region, qs, qe, ts) -> None:
         """Where a relocated or duplicated chain of the same contig sits in ``region``'s

@@ -206,11 +206,13 @@ def test_a_short_tandem_expansion_is_one_insertion_as_in_dnadiff(tmp_path, unit_
 def test_a_tandem_expansion_of_a_longer_unit_is_one_duplication(tmp_path):
     """Five copies of a 100 bp unit where the reference has two: the placement gives a 200 and
     a 100 bp copy, each its own region (as nucmer aligns copies that long), and one event: the
-    300 extra bases, copying the reference's two units (before: two duplication events)."""
+    300 extra bases, copying the reference's two units, inserted at the array (where in it
+    is a matter of ties; before: two duplication events, no junction)."""
     reference, contig = tandem_array(100, 2, 5)
     _, events = compare_events(tmp_path, reference, contig)
     assert [(e["kind"], int(e["query_len"]), int(e["target_start"]), int(e["target_end"]))
             for e in events] == [("duplication", 300, 7000, 7200)]
+    assert events[0]["inserted_at"] in ("7000", "7100", "7200")
 
 
 @pytest.mark.parametrize("unit_length, in_reference, in_contig, reverse",
