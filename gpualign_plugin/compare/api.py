@@ -797,6 +797,66 @@ def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, wind
     return replace(alignment, score=sum(b.score for b in joined), blocks=tuple(joined))
 
 
+def widen_inverted_blocks(alignment: SyntenicAlignment, piece: np.ndarray, window: np.ndarray,
+                          scheme: ScoringScheme, min_event: int) -> SyntenicAlignment:
+    """``alignment`` (of ``piece`` against ``window``, DNA codes) with the edges of each interior
+    difference block that reads better inverted moved into it.
+
+    Where a block of ``min_event`` bases or more on both sides is inverted (piece bases
+    ``[a, b)`` the reverse complement of window bases ``[c, d)``), the matching regions around
+    it may have taken a few of its edge bases: with a mismatch every third base, say, their
+    columns still score more than nothing, so the local placement and the syntenic alignment
+    keep them, and they were false SNPs at both edges of the inversion (dnadiff, whose nucmer
+    stops there, reports none). For ``k`` columns at once from the end of the matching region
+    before the block and the start of the one after it (no gap among them), the block grows to
+    ``[a - k, b + k)`` and ``[c - k, d + k)`` when piece base ``a - 1 - i`` complements window
+    base ``d + i`` and piece base ``b + i`` complements window base ``c - 1 - i`` for every
+    ``i < k`` (the inverted alignment goes on with matches there); the ``k`` that gains most
+    (the inverted matches minus the columns' scores; the smallest among equals) is taken if it
+    gains anything. A block that reads no better inverted keeps its edges.
+    """
+    blocks = list(alignment.blocks)
+    if not scheme.is_dna:
+        return alignment
+    match = np.diagonal(scheme.matrix)
+    for index in range(1, len(blocks) - 1):
+        before, block, after = blocks[index - 1:index + 2]
+        if (block.kind != "difference" or before.kind != "match" or after.kind != "match"
+                or min(block.query_span, block.target_span) < min_event):
+            continue
+        a, b, c, d = block.query_start, block.query_end, block.target_start, block.target_end
+        tail = column_ops(before.cigar)[::-1]
+        head = column_ops(after.cigar)
+        most = min(before.query_span, before.target_span, after.query_span, after.target_span,
+                   a, len(window) - d, len(piece) - b, c) - 1
+        gains, k = [0], 0
+        tail_scores = column_scores(before.cigar, piece[before.query_start:a], window[before.target_start:c],
+                                    scheme)[::-1]
+        head_scores = column_scores(after.cigar, piece[b:after.query_end], window[d:after.target_end], scheme)
+        while k < most and tail[k] in b"=X" and head[k] in b"=X":
+            left, right = piece[a - 1 - k], piece[b + k]
+            if not (left < 4 and right < 4 and 3 - left == window[d + k] and 3 - right == window[c - 1 - k]):
+                break
+            gains.append(gains[-1] + int(match[window[d + k]] + match[window[c - 1 - k]]
+                                         - tail_scores[k] - head_scores[k]))
+            k += 1
+        k = int(np.argmax(gains))
+        if k == 0:
+            continue
+        kept_before, _, _ = cigar_columns(before.cigar, 0, len(tail) - k)
+        kept_after, _, _ = cigar_columns(after.cigar, k, len(head))
+        blocks[index - 1] = replace(before, query_end=a - k, target_end=c - k, cigar=kept_before,
+                                    score=score_cigar(kept_before, piece[before.query_start:a - k],
+                                                      window[before.target_start:c - k], scheme))
+        blocks[index] = replace(block, query_start=a - k, query_end=b + k, target_start=c - k, target_end=d + k)
+        blocks[index + 1] = replace(after, query_start=b + k, target_start=d + k, cigar=kept_after,
+                                    score=score_cigar(kept_after, piece[b + k:after.query_end],
+                                                      window[d + k:after.target_end], scheme))
+    if blocks == list(alignment.blocks):
+        return alignment
+    return replace(alignment, score=sum(b.score for b in blocks), blocks=tuple(blocks))
+
+
 def _aligned_through(block: SyntenicBlock, index: int, count: int, min_event: int) -> bool:
     """Whether :func:`join_small_differences` aligns through ``block`` (``index`` of ``count``)."""
     return (block.kind == "difference" and 0 < index < count - 1
@@ -841,6 +901,7 @@ class _Work:
         alignment = trim_grown_ends(anchored_syntenic(piece, window, self.scheme, self.block_penalty, anchors,
                                                       self.backend, self.device), piece, window, self.scheme, grown)
         alignment = join_small_differences(alignment, piece, window, self.scheme, self.min_event)
+        alignment = widen_inverted_blocks(alignment, piece, window, self.scheme, self.min_event)
         region = Region(f"R{len(self.regions) + 1}", query_id, target_id, strand, query_start,
                         query_end, target_start, target_end, alignment, role, parent)
         self.regions.append(region)
