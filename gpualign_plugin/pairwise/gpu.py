@@ -49,12 +49,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
-
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.gotoh import LOCAL, MODE_CODES, STATE_H, boundary_step, cigar_from_ops, direction_step
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, RUN_OPS, PairAlignment, PairScore, path_scores
-from gpualign_plugin.pairwise import cpu
 from gpualign_plugin.pairwise.modes import checked_pair
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
@@ -307,7 +303,7 @@ class _Sweep:
         from there and the rows from :meth:`padded_query`, so the launch allocates and copies
         nothing (the per-chunk host work was most of a window's time, docs/GPU.md).
         Returns ``(best, last_row_h, dirs)`` device arrays (or None where not asked); ``dirs``
-        holds four bits a cell, two cells a byte (:func:`_trace_chunk`'s layout), and goes to
+        holds four bits a cell, two cells a byte (the layout :func:`~gpualign_plugin.pairwise.gpu_walk.trace_chunk` reads), and goes to
         ``dirs_out`` when given (a large enough uint8 device array).
         Runs on the current stream; without ``sync`` it returns before the kernel finishes.
         ``progress`` (with ``sync`` only) is called with cells done, ``height * width`` in
@@ -727,6 +723,8 @@ def _score(query_codes, target_codes, scheme, mode, device, rows=None, compute_c
 
     query, target = _prepare(query_codes, target_codes, scheme, mode)
     if len(query) == 0 or len(target) == 0:
+        from gpualign_plugin.pairwise import cpu
+
         return cpu.score_pair(query, target, scheme, mode)
     m, n = len(query), len(target)
     for d in set(devices or [device]):
@@ -1398,6 +1396,8 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str, devi
     query, target = _prepare(query_codes, target_codes, scheme, mode)
     m, n = len(query), len(target)
     if m == 0 or n == 0:
+        from gpualign_plugin.pairwise import cpu
+
         return cpu.align_pair(query, target, scheme, mode)
     if checkpoint_every is not None:
         intervals = (checkpoint_every,)
@@ -1633,7 +1633,11 @@ class _Traceback:
         self.ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
         self.pos = 0
         self.traced: _TracedScore | None = None  # set by the caller before a walk
+        from gpualign_plugin.gotoh import MODE_CODES
+        from gpualign_plugin.pairwise.gpu_walk import trace_chunk  # loaded by warm_walk meanwhile
+
         self.mode_code = MODE_CODES[sweep.mode]
+        self.trace_chunk = trace_chunk
 
     def checkpoints(self, level: int, region: _Region):
         """Views of level ``level``'s workspace shaped for ``region``, column 0 / row 0 filled in
@@ -1722,9 +1726,9 @@ class _Traceback:
                 timing["chunks_traced"] += 1
                 timing["copy_s"] += time.perf_counter() - started
             started = time.perf_counter()
-            i, j, state, self.pos, done = _trace_chunk(dirs, strip, CHUNK_ROWS_PER_LANE, steps, r0, c0,
-                                                       sweep.query, sweep.target, self.mode_code, i, j,
-                                                       state, self.ops, self.pos)
+            i, j, state, self.pos, done = self.trace_chunk(dirs, strip, CHUNK_ROWS_PER_LANE, steps, r0, c0,
+                                                           sweep.query, sweep.target, self.mode_code, i, j,
+                                                           state, self.ops, self.pos)
             timing["trace_s"] += time.perf_counter() - started
             cursor[:] = [int(i), int(j), int(state)]
             if done:
@@ -1767,14 +1771,23 @@ class _Traceback:
 
 @functools.lru_cache(maxsize=1)
 def warm_walk() -> threading.Thread:
-    """Load the host walk (:func:`_trace_chunk`, Numba) in a background thread, once per process
-    (:mod:`gpualign_plugin.runtime.warm`; started before the score pass). The walk's arguments
-    here have the types the traceback passes."""
-    return load_in_background("walk", _trace_chunk, *_warm_walk_args())
+    """Import the host walk (:mod:`gpualign_plugin.pairwise.gpu_walk`, and Numba with it) and load
+    its compiled code in a background thread, once per process
+    (:mod:`gpualign_plugin.runtime.warm`; started before the score pass)."""
+    return load_in_background("walk", _load_walk)
 
 
-def _warm_walk_args() -> tuple:
-    """Arguments of a :func:`_trace_chunk` call that ends at once (cell (0, 0)), typed as the traceback's."""
+def _load_walk() -> None:
+    from gpualign_plugin.pairwise.gpu_walk import trace_chunk
+
+    trace_chunk(*warm_walk_args())
+
+
+def warm_walk_args() -> tuple:
+    """Arguments of a :func:`~gpualign_plugin.pairwise.gpu_walk.trace_chunk` call that ends at
+    once (cell (0, 0)), typed as the traceback's."""
+    from gpualign_plugin.gotoh import LOCAL, STATE_H
+
     nothing = np.zeros(0, dtype=np.uint8)
     return (nothing, 64, CHUNK_ROWS_PER_LANE, 0, 0, 0, nothing, nothing, LOCAL, 0, 0,
             STATE_H, np.zeros(1, dtype=np.uint8), 0)
@@ -1815,6 +1828,8 @@ class _Pass:
     def finish(self, profile: dict | None = None) -> PairAlignment:
         """The alignment: phases 2 and 3 from the kept checkpoints; ``profile`` as in :func:`align_pair`."""
         import cupy
+
+        from gpualign_plugin.gotoh import STATE_H, cigar_from_ops
 
         started = time.perf_counter()
         end = self.end
@@ -1903,6 +1918,8 @@ class LongPairSession:
         query, target = _prepare(query_codes, target_codes, self.scheme, self.mode)
         m, n = len(query), len(target)
         if m == 0 or n == 0:
+            from gpualign_plugin.pairwise import cpu
+
             return cpu.score_pair(query, target, self.scheme, self.mode)
         started = time.perf_counter()
         self.kept.pop(key, None)
@@ -1993,40 +2010,3 @@ class _Chunk:
     def covers(self, i: int, j: int) -> bool:
         """Whether the re-solved part of the chunk holds cell ``(i, j)``."""
         return i - self.r0 <= self.height and j - self.c0 <= self.width
-
-
-@njit(cache=True)
-def _trace_chunk(dirs, strip, rows, steps, r0, c0, a, b, mode, i, j, state, ops, pos):
-    """Follow the traceback rule inside the chunk of rows ``r0+1..``, columns ``c0+1..``.
-
-    ``dirs`` is the chunk's directions in the sweep's layout, four bits a cell
-    ``[strip][step][lane][rows / 2 bytes]`` (cell ``(i, j)``: row ``i - r0 - 1`` of the chunk is
-    strip ``k``, lane ``t``, slot ``r``; its step is ``j - c0 - 1 + t``; slot ``r`` is the
-    low half of byte ``r // 2`` when ``r`` is even, the high half when odd). The bits are
-    those of a CPU direction byte. Walks until
-    the path stops (returns ``done``) or leaves the chunk through its top or left
-    edge. Row 0 and column 0 follow the boundary rules of ``mode`` (as the CPU
-    engine's ``trace_band``).
-
-    Returns
-    -------
-    (int, int, int, int, bool)
-        ``(i, j, state, pos, done)``.
-    """
-    while True:
-        if state == STATE_H and (i == 0 or j == 0):
-            i, j, pos, done = boundary_step(mode, i, j, ops, pos)
-            if done:
-                return i, j, state, pos, True
-            continue
-        if i <= r0 or j <= c0:
-            return i, j, state, pos, False
-        li = i - r0 - 1
-        k = li // strip
-        t = (li - k * strip) // rows
-        r = li - k * strip - t * rows
-        cell = ((k * steps + (j - c0 - 1 + t)) * 32 + t) * rows + r
-        d = (dirs[cell >> 1] >> (4 * (cell & 1))) & 15
-        i, j, state, pos, done = direction_step(d, a, b, i, j, state, ops, pos)
-        if done:
-            return i, j, state, pos, True

@@ -5,11 +5,15 @@ GPU sweep stores them (``[strip][step][lane][rows]``, four bits a cell, two a by
 must emit the same path.
 """
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from gpualign_plugin import gotoh as kernels
 from gpualign_plugin.pairwise import gpu as gpu
+from gpualign_plugin.pairwise import gpu_walk
 from gpualign_plugin.pairwise.cpu import score_pair
 from gpualign_plugin.scoring import ScoringScheme
 
@@ -65,8 +69,8 @@ def test_layout_walk_equals_band_walk(mode):
         gpu_ops = np.zeros_like(cpu_ops)
         expected = kernels.trace_band(dirs, 0, a, b, code, end.query_end, end.target_end,
                                       kernels.STATE_H, cpu_ops, 0)
-        walked = gpu._trace_chunk(layout, strip, gpu.CHUNK_ROWS_PER_LANE, steps, 0, 0, a, b, code,
-                                  end.query_end, end.target_end, kernels.STATE_H, gpu_ops, 0)
+        walked = gpu_walk.trace_chunk(layout, strip, gpu.CHUNK_ROWS_PER_LANE, steps, 0, 0, a, b, code,
+                                      end.query_end, end.target_end, kernels.STATE_H, gpu_ops, 0)
         assert walked == expected
         assert np.array_equal(gpu_ops[: walked[3]], cpu_ops[: expected[3]])
 
@@ -83,8 +87,19 @@ def test_background_warm_up_compiles_the_walk_for_the_types_the_traceback_passes
     ops = np.empty(8, dtype=np.uint8)
     traceback_args = (pinned_like[:32], 64, gpu.CHUNK_ROWS_PER_LANE, 4 + 31, 0, 0, a, a,
                       MODES["local"], 4, 4, kernels.STATE_H, ops, 0)
-    assert [numba.typeof(x) for x in gpu._warm_walk_args()] == [numba.typeof(x) for x in traceback_args]
-    assert len(gpu._trace_chunk.signatures) >= 1
+    assert [numba.typeof(x) for x in gpu.warm_walk_args()] == [numba.typeof(x) for x in traceback_args]
+    assert len(gpu_walk.trace_chunk.signatures) >= 1
+
+
+def test_a_gpu_alignment_reaches_the_device_without_numba():
+    # Numba (and SciPy's BLAS behind it) costs about 0.4 s to import on the GPU machines; the
+    # long-pair engine needs it only for the walk after the score pass, which warm_walk loads
+    # on a background thread meanwhile. The modules `gpualign pairwise` takes to the device
+    # must not import it.
+    code = ("import sys; import gpualign_plugin.cli.pairwise, gpualign_plugin.pairwise.gpu, "
+            "gpualign_plugin.pairwise.placement, gpualign_plugin.io.fasta; print('numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
 
 
 def gotoh_states(a, b, scheme):
