@@ -815,9 +815,9 @@ def widen_inverted_blocks(alignment: SyntenicAlignment, piece: np.ndarray, windo
     (the inverted matches minus the columns' scores; the smallest among equals) is taken if it
     gains anything. A block that reads no better inverted keeps its edges.
     """
-    blocks = list(alignment.blocks)
     if not scheme.is_dna:
         return alignment
+    blocks = list(alignment.blocks)
     match = np.diagonal(scheme.matrix)
     for index in range(1, len(blocks) - 1):
         before, block, after = blocks[index - 1:index + 2]
