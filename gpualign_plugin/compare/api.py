@@ -80,6 +80,10 @@ many reference bases (more is a tandem duplication: :func:`chain_placements`).""
 CHUNK_LENGTH = 20000
 """A region's syntenic alignment is cut at placement anchors about this many contig bases apart."""
 
+EDGE_REACH = 64
+"""Columns of a matching region next to an inverted block that :func:`widen_inverted_blocks` may
+give to it (and bases of each inverted seam it looks at)."""
+
 ANCHOR_RUN = 20
 """An anchor is the middle of a run of at least this many identical columns of a placement."""
 
@@ -804,57 +808,153 @@ def widen_inverted_blocks(alignment: SyntenicAlignment, piece: np.ndarray, windo
 
     Where a block of ``min_event`` bases or more on both sides is inverted (piece bases
     ``[a, b)`` the reverse complement of window bases ``[c, d)``), the matching regions around
-    it may have taken a few of its edge bases: with a mismatch every third base, say, their
+    it may have taken a few of its edge bases: with a mismatch every third base, or a gap, their
     columns still score more than nothing, so the local placement and the syntenic alignment
-    keep them, and they were false SNPs at both edges of the inversion (dnadiff, whose nucmer
-    stops there, reports none). For ``k`` columns at once from the end of the matching region
-    before the block and the start of the one after it (no gap among them), the block grows to
-    ``[a - k, b + k)`` and ``[c - k, d + k)`` when piece base ``a - 1 - i`` complements window
-    base ``d + i`` and piece base ``b + i`` complements window base ``c - 1 - i`` for every
-    ``i < k`` (the inverted alignment goes on with matches there); the ``k`` that gains most
-    (the inverted matches minus the columns' scores; the smallest among equals) is taken if it
-    gains anything. A block that reads no better inverted keeps its edges.
+    keep them, and they were false SNPs and indels at the edges of the inversion (dnadiff, whose
+    nucmer stops there, reports none). The last ``p`` columns of the matching region before the
+    block give up ``x`` piece and ``y`` window bases, the first ``q`` columns of the one after it
+    ``x2`` and ``y2``; the block then grows to ``[a - x, b + x2)`` and ``[c - y, d + y2)``, which
+    the inverted alignment goes on through with matches when ``x == y2``, ``x2 == y``, piece
+    base ``a - 1 - i`` complements window base ``d + i`` for ``i < x`` and piece base ``b + i``
+    complements window base ``c - 1 - i`` for ``i < x2``. Of the cuts that leave both matching
+    regions ending in aligned columns (at most :data:`EDGE_REACH` columns each), the one that
+    gains most (those matches minus the given-up columns' scores; the fewest columns among
+    equals) is taken if it gains anything. A block that reads no better inverted keeps its edges.
     """
     if not scheme.is_dna:
         return alignment
     blocks = list(alignment.blocks)
-    match = np.diagonal(scheme.matrix)
+    match = np.diagonal(scheme.matrix).astype(np.int64)
     for index in range(1, len(blocks) - 1):
         before, block, after = blocks[index - 1:index + 2]
         if (block.kind != "difference" or before.kind != "match" or after.kind != "match"
                 or min(block.query_span, block.target_span) < min_event):
             continue
         a, b, c, d = block.query_start, block.query_end, block.target_start, block.target_end
-        tail = column_ops(before.cigar)[::-1]
-        head = column_ops(after.cigar)
-        most = min(before.query_span, before.target_span, after.query_span, after.target_span,
-                   a, len(window) - d, len(piece) - b, c) - 1
-        gains, k = [0], 0
+        left, right = piece[a - 1::-1] if a else piece[:0], piece[b:]
+        runs = []  # complementary bases at the block's two inverted seams
+        for bases, facing in ((left, window[d:]), (right, window[c - 1::-1] if c else window[:0])):
+            n = min(EDGE_REACH, len(bases), len(facing))
+            same = (bases[:n] < 4) & (3 - bases[:n].astype(np.int16) == facing[:n])
+            runs.append(int(np.argmin(np.append(same, False))))
+        tail_ops, head_ops = column_ops(before.cigar)[::-1], column_ops(after.cigar)
         tail_scores = column_scores(before.cigar, piece[before.query_start:a], window[before.target_start:c],
                                     scheme)[::-1]
         head_scores = column_scores(after.cigar, piece[b:after.query_end], window[d:after.target_end], scheme)
-        while k < most and tail[k] in b"=X" and head[k] in b"=X":
-            left, right = piece[a - 1 - k], piece[b + k]
-            if not (left < 4 and right < 4 and 3 - left == window[d + k] and 3 - right == window[c - 1 - k]):
-                break
-            gains.append(gains[-1] + int(match[window[d + k]] + match[window[c - 1 - k]]
-                                         - tail_scores[k] - head_scores[k]))
-            k += 1
-        k = int(np.argmax(gains))
-        if k == 0:
+        cuts = []
+        for ops, scores in ((tail_ops, tail_scores), (head_ops, head_scores)):
+            n = min(EDGE_REACH, len(ops) - 1)
+            # For p columns given up (p = 0..n): piece bases, window bases, score; kept if the
+            # column left next to the cut is aligned.
+            piece_bases = np.concatenate(([0], np.cumsum(ops[:n] != ord("D"))))
+            window_bases = np.concatenate(([0], np.cumsum(ops[:n] != ord("I"))))
+            given = np.concatenate(([0], np.cumsum(scores[:n])))
+            aligned = (ops[:n + 1] == ord("=")) | (ops[:n + 1] == ord("X"))
+            cuts.append([(p, int(piece_bases[p]), int(window_bases[p]), int(given[p]))
+                         for p in range(n + 1) if aligned[p]])
+        gain_left = np.concatenate(([0], np.cumsum(match[window[d:d + runs[0]]])))
+        gain_right = np.concatenate(([0], np.cumsum(match[window[c - runs[1]:c][::-1]])))
+        best = (0, 0, None)
+        for p, x, y, lost_before in cuts[0]:
+            for q, x2, y2, lost_after in cuts[1]:
+                if x != y2 or x2 != y or x > runs[0] or x2 > runs[1]:
+                    continue
+                gain = int(gain_left[x] + gain_right[x2]) - lost_before - lost_after
+                if gain > best[0] or (gain == best[0] and best[2] is not None and p + q < sum(best[2][:2])):
+                    best = (gain, p + q, (p, q, x, y, x2, y2))
+        if best[2] is None:
             continue
-        kept_before, _, _ = cigar_columns(before.cigar, 0, len(tail) - k)
-        kept_after, _, _ = cigar_columns(after.cigar, k, len(head))
-        blocks[index - 1] = replace(before, query_end=a - k, target_end=c - k, cigar=kept_before,
-                                    score=score_cigar(kept_before, piece[before.query_start:a - k],
-                                                      window[before.target_start:c - k], scheme))
-        blocks[index] = replace(block, query_start=a - k, query_end=b + k, target_start=c - k, target_end=d + k)
-        blocks[index + 1] = replace(after, query_start=b + k, target_start=d + k, cigar=kept_after,
-                                    score=score_cigar(kept_after, piece[b + k:after.query_end],
-                                                      window[d + k:after.target_end], scheme))
+        p, q, x, y, x2, y2 = best[2]
+        kept_before, _, _ = cigar_columns(before.cigar, 0, len(tail_ops) - p)
+        kept_after, _, _ = cigar_columns(after.cigar, q, len(head_ops))
+        blocks[index - 1] = replace(before, query_end=a - x, target_end=c - y, cigar=kept_before,
+                                    score=score_cigar(kept_before, piece[before.query_start:a - x],
+                                                      window[before.target_start:c - y], scheme))
+        blocks[index] = replace(block, query_start=a - x, query_end=b + x2, target_start=c - y, target_end=d + y2)
+        blocks[index + 1] = replace(after, query_start=b + x2, target_start=d + y2, cigar=kept_after,
+                                    score=score_cigar(kept_after, piece[b + x2:after.query_end],
+                                                      window[d + y2:after.target_end], scheme))
     if blocks == list(alignment.blocks):
         return alignment
     return replace(alignment, score=sum(b.score for b in blocks), blocks=tuple(blocks))
+
+
+def yield_claimed_columns(alignment: SyntenicAlignment, piece: np.ndarray, window: np.ndarray,
+                          scheme: ScoringScheme, claimed: np.ndarray) -> SyntenicAlignment:
+    """``alignment`` (of ``piece`` against ``window``) without the imperfect columns it holds on
+    piece bases another region aligns.
+
+    ``claimed`` (``bool`` per piece base) marks the bases that placements of the contig's other
+    chains align: an inverted block's piece, say, which the syntenic alignment of the home
+    region leaves as a difference block but whose edges its matching regions may reach into
+    with mismatches and gaps that still score more than nothing (``6=3X3=1D2=2X`` into a 300
+    bp inversion of lambda), or which a short matching region inside it crosses (a palindrome
+    in an inverted block): false SNPs and indels, an alignment and two breakpoints more than
+    dnadiff. A matching region next to a difference block gives it its edge columns on claimed
+    bases up to the last one that is not ``=`` (and any gap run right after it); a matching
+    region between two difference blocks whose piece bases are all claimed becomes part of
+    them. The other region aligns those bases.
+    """
+    blocks = list(alignment.blocks)
+    if not claimed.any() or len(blocks) < 2:
+        return alignment
+    penalty = alignment.block_penalty
+    out: list[SyntenicBlock] = []
+    for index, block in enumerate(blocks):
+        if block.kind != "match":
+            out.append(block)
+            continue
+        left = index > 0 and blocks[index - 1].kind == "difference"
+        right = index + 1 < len(blocks) and blocks[index + 1].kind == "difference"
+        if left and right and claimed[block.query_start:block.query_end].all():
+            _append_joined(out, SyntenicBlock("difference", block.query_start, block.query_end, block.target_start,
+                                              block.target_end, -penalty), scheme, penalty)
+            continue
+        ops = column_ops(block.cigar)
+        first, last = 0, len(ops)
+        if left:
+            first = _claimed_edge(ops, claimed[block.query_start:block.query_end])
+        if right:
+            last = len(ops) - _claimed_edge(ops[::-1], claimed[block.query_start:block.query_end][::-1])
+        if first >= last:
+            _append_joined(out, SyntenicBlock("difference", block.query_start, block.query_end, block.target_start,
+                                              block.target_end, -penalty), scheme, penalty)
+            continue
+        if (first, last) == (0, len(ops)):
+            out.append(block)
+            continue
+        cigar, query_before, target_before = cigar_columns(block.cigar, first, last)
+        qs, ts = block.query_start + query_before, block.target_start + target_before
+        qe, te = qs + cigar.query_length(), ts + cigar.target_length()
+        for part in (SyntenicBlock("difference", block.query_start, qs, block.target_start, ts, -penalty),
+                     SyntenicBlock("match", qs, qe, ts, te, score_cigar(cigar, piece[qs:qe], window[ts:te], scheme),
+                                   cigar),
+                     SyntenicBlock("difference", qe, block.query_end, te, block.target_end, -penalty)):
+            if part.query_span or part.target_span:
+                _append_joined(out, part, scheme, penalty)
+    if out == blocks:
+        return alignment
+    return replace(alignment, score=sum(b.score for b in out), blocks=tuple(out))
+
+
+def _claimed_edge(ops: np.ndarray, claimed: np.ndarray) -> int:
+    """How many of the columns ``ops`` (read from one edge of a matching region) to give up:
+    through the last column that is not ``=`` among those on claimed piece bases (``claimed``,
+    read from the same edge; a deletion column counts on the base after it), or all of those
+    when a gap follows them, and any gap columns right after the cut."""
+    gaps = (ord("I"), ord("D"))
+    cut = at = k = 0
+    while k < len(ops) and at < len(claimed) and claimed[at]:
+        if ops[k] != ord("="):
+            cut = k + 1
+        if ops[k] != ord("D"):
+            at += 1
+        k += 1
+    if k < len(ops) and ops[k] in gaps:
+        cut = k
+    while cut < len(ops) and ops[cut] in gaps:
+        cut += 1
+    return cut
 
 
 def _aligned_through(block: SyntenicBlock, index: int, count: int, min_event: int) -> bool:
@@ -886,13 +986,15 @@ class _Work:
 
     # -- regions --------------------------------------------------------------------------
     def add_region(self, query_id, target_id, strand, query_start, query_end, target_start,
-                   target_end, role, parent="", anchors=(), grown=(False, False)) -> Region:
+                   target_end, role, parent="", anchors=(), grown=(False, False), claimed=()) -> Region:
         """Align a contig piece to a reference window and keep the region and its blocks.
 
         ``anchors`` (oriented piece offset, window offset) cut the alignment into chunks
         (see :func:`anchored_syntenic`). ``grown`` says which ends of the oriented piece were
         extended to the contig's end: those are cut back where their score peaks
-        (:func:`trim_grown_ends`) and their terminal blocks are no events.
+        (:func:`trim_grown_ends`) and their terminal blocks are no events. ``claimed``: contig
+        intervals (forward strand) that other chains' placements align
+        (:func:`yield_claimed_columns`).
         """
         piece = self.queries[query_id].codes[query_start:query_end]
         if strand == "-":
@@ -902,6 +1004,16 @@ class _Work:
                                                       self.backend, self.device), piece, window, self.scheme, grown)
         alignment = join_small_differences(alignment, piece, window, self.scheme, self.min_event)
         alignment = widen_inverted_blocks(alignment, piece, window, self.scheme, self.min_event)
+        if claimed:
+            mask = np.zeros(len(piece), dtype=bool)
+            for start, end in claimed:
+                lo, hi = max(start, query_start), min(end, query_end)
+                if lo < hi:
+                    if strand == "+":
+                        mask[lo - query_start:hi - query_start] = True
+                    else:
+                        mask[query_end - hi:query_end - lo] = True
+            alignment = yield_claimed_columns(alignment, piece, window, self.scheme, mask)
         region = Region(f"R{len(self.regions) + 1}", query_id, target_id, strand, query_start,
                         query_end, target_start, target_end, alignment, role, parent)
         self.regions.append(region)
@@ -954,8 +1066,9 @@ class _Work:
             anchors = chain_anchors(chain, q_start, q_end, t_start, self.chunk_length)
             # Oriented ends: the first and last blocks of an extended side are not events.
             grown = (grow_start > 0, grow_end > 0) if first.strand == "+" else (grow_end > 0, grow_start > 0)
+            claimed = [(p.query_start, p.query_end) for other in chains if other is not chain for p in other]
             region = self.add_region(query.id, first.target_id, first.strand, q_start, q_end,
-                                     t_start, t_end, role, anchors=anchors, grown=grown)
+                                     t_start, t_end, role, anchors=anchors, grown=grown, claimed=claimed)
             if home is None:
                 home = region
                 self.extra_copies[region.id] = [p for chain in copies for p in chain]
