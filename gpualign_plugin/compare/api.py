@@ -426,7 +426,7 @@ def _continue_blocks(blocks: list[AlignedBlock], copies: list[AlignedBlock], tar
     end, placed on whichever copy of the unit came first among equals: nucmer extends the
     alignment over it (its two alignments then overlap on the contig, a tandem deletion),
     where a separate copy counted one alignment and two breakpoints more than dnadiff. A
-    longer copy stays one (nucmer aligns it on its own too, as :func:`tandem_copies` says).
+    longer copy stays one (nucmer aligns it on its own too, as :func:`is_tandem_copy` says).
     ``targets`` maps record ids to sequences. Returns the blocks and the copies left.
     """
     blocks = list(blocks)
@@ -548,37 +548,31 @@ def chain_placements(pieces: list[Alignment]) -> list[list[Alignment]]:
     return chains
 
 
-def tandem_copies(home: list[Alignment], chain: list[Alignment]) -> list[bool]:
-    """Which placements of ``chain`` are tandem copies inside the ``home`` chain.
+def is_tandem_copy(home: list[Alignment], placement: Alignment) -> bool:
+    """Whether ``placement`` is a tandem copy inside the ``home`` chain.
 
-    A placement is one when it is shorter than :data:`CHAIN_OVERLAP` contig bases and, on the
-    home chain's target and strand, lies (contig bases) between two consecutive home
-    placements, within :data:`CHAIN_OVERLAP` of each, with the reference bases it aligns at
-    their junction: no further from it than the contig bases between the two (the length of
-    what was inserted there). Such a placement reads again the reference bases next to where
-    the contig holds more: a few extra copies of a short tandem unit (a 30 bp unit seven
-    times where the reference has it twice). They are part of the home region's insertion,
-    one event, as dnadiff reports one insertion (nucmer's clusters of 65 bases place no such
-    copy); as chains of their own each was a duplication, a breakpoint pair and, where two
-    read the same reference bases, a "relocation". A longer copy stays a region, as nucmer
-    aligns it (:meth:`_Work._join_tandem_copies` makes the copies of one expansion one event).
+    It is one when it is shorter than :data:`CHAIN_OVERLAP` contig bases and, on the home
+    chain's target and strand, lies (contig bases) between two consecutive home placements,
+    within :data:`CHAIN_OVERLAP` of each, with the reference bases it aligns at their junction:
+    no further from it than the contig bases between the two (the length of what was inserted
+    there). Such a placement reads again the reference bases next to where the contig holds
+    more: a few extra copies of a short tandem unit (a 30 bp unit seven times where the
+    reference has it twice). They are part of the home region's insertion, one event, as
+    dnadiff reports one insertion (nucmer's clusters of 65 bases place no such copy); as
+    chains of their own each was a duplication, a breakpoint pair and, where two read the same
+    reference bases, a "relocation". A longer copy stays a region, as nucmer aligns it
+    (:meth:`_Work._join_tandem_copies` makes the copies of one expansion one event).
     """
-    result = []
-    for p in chain:
-        found = False
-        if (p.query_end - p.query_start < CHAIN_OVERLAP
-                and (p.target_id, p.strand) == (home[0].target_id, home[0].strand)):
-            for a, b in zip(home, home[1:]):
-                inserted = b.query_start - a.query_end
-                if not (a.query_end - CHAIN_OVERLAP <= p.query_start and
-                        p.query_end <= b.query_start + CHAIN_OVERLAP):
-                    continue
-                ends = (a.target_end, b.target_start) if p.strand == "+" else (a.target_start, b.target_end)
-                if min(ends) - inserted <= p.target_start and p.target_end <= max(ends) + inserted:
-                    found = True
-                    break
-        result.append(found)
-    return result
+    p = placement
+    if p.query_end - p.query_start >= CHAIN_OVERLAP or (p.target_id, p.strand) != (home[0].target_id, home[0].strand):
+        return False
+    for a, b in zip(home, home[1:]):
+        inserted = b.query_start - a.query_end
+        if a.query_end - CHAIN_OVERLAP <= p.query_start and p.query_end <= b.query_start + CHAIN_OVERLAP:
+            ends = (a.target_end, b.target_start) if p.strand == "+" else (a.target_start, b.target_end)
+            if min(ends) - inserted <= p.target_start and p.target_end <= max(ends) + inserted:
+                return True
+    return False
 
 
 def _follows(a: Alignment, b: Alignment) -> bool:
@@ -982,7 +976,7 @@ class _Work:
         self.blocks: list[AlignedBlock] = []
         self.events: list[Difference] = []
         self.extended: dict[str, tuple[bool, bool]] = {}
-        self.extra_copies: dict[str, list[Alignment]] = {}
+        self.tandem_copies: dict[str, list[Alignment]] = {}
 
     # -- regions --------------------------------------------------------------------------
     def add_region(self, query_id, target_id, strand, query_start, query_end, target_start,
@@ -1027,9 +1021,9 @@ class _Work:
 
     def add_contig(self, query: Sequence, pieces: list[Alignment]) -> None:
         """Chain a contig's placements and align each chain (the first is the home); chains
-        of tandem copies (:func:`tandem_copies`) make no region of their own."""
+        of tandem copies (:func:`is_tandem_copy`) make no region of their own."""
         chains = chain_placements(pieces)
-        copies = [chain for chain in chains[1:] if all(tandem_copies(chains[0], chain))]
+        copies = [chain for chain in chains[1:] if all(is_tandem_copy(chains[0], p) for p in chain)]
         chains = [chain for chain in chains if not any(chain is c for c in copies)]
         home = None
         placed_regions = []
@@ -1071,7 +1065,7 @@ class _Work:
                                      t_start, t_end, role, anchors=anchors, grown=grown, claimed=claimed)
             if home is None:
                 home = region
-                self.extra_copies[region.id] = [p for chain in copies for p in chain]
+                self.tandem_copies[region.id] = [p for chain in copies for p in chain]
             placed_regions.append((region, role, placed))
         self.extend_over_matches(query.id)
         for region, role, placed in placed_regions[1:]:
@@ -1271,7 +1265,7 @@ class _Work:
         deletions.sort(key=lambda item: (item[0].target_id, item[1][0]))
         paired = set()
         for region, (qs, qe, _), junction in insertions:
-            copies = [p for p in self.extra_copies.get(region.id, ())
+            copies = [p for p in self.tandem_copies.get(region.id, ())
                       if 2 * (min(qe, p.query_end) - max(qs, p.query_start)) > min(qe - qs, p.query_end - p.query_start)]
             if copies:
                 # Extra copies of the reference bases at the junction: a tandem expansion.
