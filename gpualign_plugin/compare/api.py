@@ -4,7 +4,9 @@ An assembly (the *query*, any number of contigs in any orientation) is compared 
 reference (the *target*) in three steps:
 
 1. **Placement.** Every significant local alignment of each contig, both strands,
-   non-overlapping on the contig (``gpualign_plugin.pairwise.api.place_local``).
+   non-overlapping on the contig (``gpualign_plugin.pairwise.api.place_local``), the junction
+   of each two that meet on it moved to where their scores sum highest
+   (:func:`~gpualign_plugin.compare.junctions.settle_junctions`).
 2. **Regions.** The placements of a contig are chained: the heaviest chain of placements
    on one target record and one strand that are collinear (in the same order on the
    contig and the reference) is the contig's *home*; the other placements form further
@@ -66,6 +68,7 @@ import numpy as np
 
 from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, SyntenicBlock, cigar_columns,
                                    column_ops, column_scores, score_cigar)
+from gpualign_plugin.compare.junctions import settle_junctions
 from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
@@ -364,6 +367,8 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
         DNA scoring of placements, syntenic alignments and event tests.
     placements : list of Alignment, optional
         Local placements of the contigs; computed with :func:`place_contigs` when omitted.
+        Their junctions are settled (:func:`settle_junctions`) either way, and the
+        comparison's ``placements`` are the settled ones.
     block_penalty : int, optional
         Syntenic block penalty; default :func:`default_block_penalty`.
     min_event : int
@@ -386,6 +391,7 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     if placements is None:
         placements = place_contigs(queries, targets, scheme, backend=backend, evalue=evalue,
                                    threads=threads, device=device)
+    placements = settle_junctions(placements, queries, targets, scheme)
     penalty = default_block_penalty(scheme) if block_penalty is None else block_penalty
     work = _Work(queries, targets, scheme, penalty, min_event, min_identity, min_coverage,
                  backend, device, chunk_length)

@@ -295,3 +295,35 @@ def test_an_inversion_leaves_no_false_variant_at_its_edges_or_inside(tmp_path, s
         assert {label: ours[label] for label in theirs if label not in near + seam} == \
             {label: value for label, value in theirs.items() if label not in near + seam}
         assert all(abs(number(ours[label][k]) - number(theirs[label][k])) <= 1 for label in seam for k in (0, 1))
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["plus", "minus"])
+def test_a_contig_ending_at_an_inversions_far_end_leaves_no_false_variant(tmp_path, reverse):
+    """An assembly broken at the far end of a 1 kbp inversion of Wuhan-Hu-1 (bases 10,918-11,918;
+    helper sweep, stop 34): the first contig holds 6 kbp of flank and the whole inverted block,
+    the second goes on from its end. The flank's placement, taken first, ended ``2I5=1X1=1X3=``
+    13 contig bases into the block (those columns score +3), and the inverted placement, found
+    later on the contig's free part, stopped there: 3 false variants in the VCF and an inversion
+    987 bases long. The junction now lies where the two placements' scores sum highest (dnadiff,
+    MUMmer 3.23, measured: 0 SNPs, 0 indels; its flank alignment stops 5 bases into the block,
+    overlapping the inverted one): one inversion of exactly the 1,000 bases, an empty VCF, and
+    BAM records that meet at the block's edge."""
+    genome = "".join(open(WUHAN_HU_1).read().split("\n", 1)[1].split())
+    start, end = 10918, 11918
+    first = genome[start - 6000:start] + reverse_complement_text(genome[start:end])
+    (tmp_path / "ref.fa").write_text(f">ref\n{genome}\n")
+    contigs = [first, genome[end:end + 6000]]
+    if reverse:
+        contigs = [reverse_complement_text(c) for c in contigs]
+    (tmp_path / "asm.fa").write_text(f">c1\n{contigs[0]}\n>c2\n{contigs[1]}\n")
+    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "asm.fa"), "-t", str(tmp_path / "ref.fa"),
+                           "-p", str(tmp_path / "ga"), "--backend", "cpu"], check=True, capture_output=True)
+    rows = [line.rstrip("\n").split("\t") for line in open(tmp_path / "ga.differences.tsv")]
+    events = [dict(zip(rows[0], row)) for row in rows[1:]]
+    assert [(e["kind"], e["target_start"], e["target_end"], e["query_len"]) for e in events] == \
+        [("inversion", str(start), str(end), "1000")]
+    assert [line for line in open(tmp_path / "ga.vcf") if not line.startswith("#")] == []
+    with pysam.AlignmentFile(str(tmp_path / "ga.bam")) as bam:
+        pieces = sorted((r.reference_start, r.reference_end) for r in bam if r.query_name == "c1")
+    assert pieces == [(start - 6000, start), (start, end)]
+    assert report_rows(tmp_path / "ga.report")["TotalSNPs"] == ("0", "0")

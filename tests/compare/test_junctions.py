@@ -1,0 +1,132 @@
+"""Junctions of two placements of one contig (``compare.junctions.settle_junctions``) against a
+plain-Python oracle that tries every junction."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gpualign_plugin.compare.api import place_contigs
+from gpualign_plugin.compare.junctions import JUNCTION_REACH, settle_junctions
+from gpualign_plugin.model import Cigar, score_cigar
+from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes, reverse_complement_text
+
+SCHEME = ScoringScheme.dna()
+
+
+def oriented_interval(piece, m: int) -> tuple[int, int]:
+    """The piece's contig interval in its own reading (the reverse complement on ``-``)."""
+    return (piece.query_start, piece.query_end) if piece.strand == "+" else (m - piece.query_end, m - piece.query_start)
+
+
+def oracle_score(piece, ops: str, oriented_start: int, target_start: int, contig, target) -> int | None:
+    """Score of the path ``ops`` from oriented contig base ``oriented_start`` and reference base
+    ``target_start`` (None where it leaves a sequence)."""
+    oriented = contig if piece.strand == "+" else reverse_complement_codes(contig)
+    used_query = sum(op != "D" for op in ops)
+    used_target = sum(op != "I" for op in ops)
+    if oriented_start < 0 or target_start < 0 or oriented_start + used_query > len(oriented) \
+            or target_start + used_target > len(target):
+        return None
+    query = oriented[oriented_start:oriented_start + used_query]
+    reference = target[target_start:target_start + used_target]
+    fixed = []  # the oracle writes = or X itself from the residues
+    qi = ti = 0
+    for op in ops:
+        if op in "=X":
+            fixed.append("=" if query[qi] == reference[ti] else "X")
+            qi, ti = qi + 1, ti + 1
+        else:
+            fixed.append(op)
+            qi, ti = qi + (op == "I"), ti + (op == "D")
+    return score_cigar(Cigar.from_ops("".join(fixed)), query, reference, SCHEME)
+
+
+def best_total(left, right, contig, target_of) -> int:
+    """The highest sum of the two pieces' scores over every junction settle_junctions may choose,
+    tried one by one: one piece gives up p edge columns (keeping = at its new edge), the other
+    extends k ungapped columns over freed or free contig bases."""
+    m = len(contig)
+    free = right.query_start - left.query_end
+    best = left.score + right.score
+    for giver, taker, giver_side in ((left, right, "right"), (right, left, "left")):
+        ops = "".join(op * n for n, op in giver.cigar.runs)
+        o_start, _ = oriented_interval(giver, m)
+        # the giver's contig side is at its CIGAR's end when (+, right) or (-, left)
+        at_end = (giver.strand == "+") == (giver_side == "right")
+        for p in range(0, min(JUNCTION_REACH, len(ops) - 1) + 1):
+            kept = ops[:len(ops) - p] if at_end else ops[p:]
+            if p and kept[-1 if at_end else 0] != "=":
+                continue
+            cut = ops[len(ops) - p:] if at_end else ops[:p]
+            freed = sum(op != "D" for op in cut)
+            cut_target = sum(op != "I" for op in cut)
+            giver_score = oracle_score(giver, kept, o_start if at_end else o_start + freed,
+                                       giver.target_start if at_end else giver.target_start + cut_target,
+                                       contig, target_of[giver.target_id])
+            taker_ops = "".join(op * n for n, op in taker.cigar.runs)
+            t_start, _ = oriented_interval(taker, m)
+            taker_at_end = (taker.strand == "+") == (giver_side == "left")  # taker extends toward the giver
+            for k in range(0, free + freed + 1):
+                if taker_at_end:
+                    score = oracle_score(taker, taker_ops + "=" * k, t_start, taker.target_start, contig,
+                                         target_of[taker.target_id])
+                else:
+                    score = oracle_score(taker, "=" * k + taker_ops, t_start - k, taker.target_start - k, contig,
+                                         target_of[taker.target_id])
+                if score is not None:
+                    best = max(best, giver_score + score)
+    return best
+
+
+def junction_case(seed: int) -> tuple[str, str]:
+    """A random reference and a contig of 400 of its bases followed by 150 inverted bases, the
+    first few of which also read as the forward continuation with some mismatches (as at a real
+    inversion's edge, where a flank's alignment reaches in)."""
+    rng = random.Random(seed)
+    bases = [rng.choice("ACGT") for _ in range(1200)]
+    edge = rng.randint(2, 12)
+    for i in range(edge):  # the inverted block's first bases: forward continuation, mostly
+        if rng.random() < 0.75:
+            bases[1000 - 1 - i] = {"A": "T", "C": "G", "G": "C", "T": "A"}[bases[400 + i]]
+    reference = "".join(bases)
+    contig = reference[:400] + reverse_complement_text(reference[850:1000])
+    return reference, (reverse_complement_text(contig) if seed % 2 else contig)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_settled_junction_gives_the_highest_score_sum_any_junction_gives(seed):
+    reference, contig_text = junction_case(seed)
+    target = SCHEME.encode("ref", reference)
+    contig = SCHEME.encode("c", contig_text)
+    placed = place_contigs([contig], [target], SCHEME)
+    pieces = sorted((p for p in placed if p.is_primary or p.is_supplementary), key=lambda p: p.query_start)
+    settled = settle_junctions(placed, [contig], [target], SCHEME)
+    assert len(settled) == len(placed)
+    if len(pieces) != 2 or not 0 <= pieces[1].query_start - pieces[0].query_end <= JUNCTION_REACH:
+        assert settled == placed
+        return
+    after = sorted((p for p in settled if p.is_primary or p.is_supplementary), key=lambda p: p.query_start)
+    for piece in after:
+        o_start, o_end = oriented_interval(piece, len(contig))
+        assert piece.cigar.query_length() == o_end - o_start
+        assert piece.cigar.target_length() == piece.target_end - piece.target_start
+        ops = "".join(op * n for n, op in piece.cigar.runs)
+        assert piece.score == oracle_score(piece, ops, o_start, piece.target_start, contig.codes, target.codes)
+    assert after[0].query_end <= after[1].query_start
+    best = best_total(*pieces, contig.codes, {"ref": target.codes})
+    assert after[0].score + after[1].score == best
+    if best == pieces[0].score + pieces[1].score:
+        assert after == pieces
+
+
+def test_settling_moves_some_junctions():
+    """The random cases above are not all ties: the flank reaches into the inverted block in some."""
+    moved = 0
+    for seed in range(40):
+        reference, contig_text = junction_case(seed)
+        target, contig = SCHEME.encode("ref", reference), SCHEME.encode("c", contig_text)
+        placed = place_contigs([contig], [target], SCHEME)
+        moved += settle_junctions(placed, [contig], [target], SCHEME) != placed
+    assert moved >= 5
