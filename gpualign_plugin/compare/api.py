@@ -68,7 +68,7 @@ import numpy as np
 
 from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, SyntenicBlock, cigar_columns,
                                    column_ops, column_scores, score_cigar)
-from gpualign_plugin.compare.junctions import settle_junctions
+from gpualign_plugin.compare.junctions import close_seams, identical_run, settle_junctions
 from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
@@ -415,6 +415,7 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
         key=lambda v: (rank[v.target_id], v.target_pos, v.query_id, v.query_pos, v.alt))
     comparison.blocks, comparison.copies = _continue_blocks(
         comparison.blocks, _repeat_copies(work, comparison.blocks, evalue, threads), work.targets)
+    comparison.blocks = close_seams(comparison.blocks, comparison.copies, work.queries, work.targets)
     return comparison
 
 
@@ -1105,27 +1106,18 @@ class _Work:
         covered = np.zeros(len(query), dtype=bool)
         for k in mine:
             covered[self.blocks[k].query_start:self.blocks[k].query_end] = True
-
-        def identical(q: int, q_step: int, t: int, t_step: int, target: np.ndarray, complement: bool) -> int:
-            """How many pairs (q + i q_step, t + i t_step), i = 0, 1, ..., are identical bases
-            (the contig's complemented) on uncovered contig positions."""
-            n = 0
-            while 0 <= q < len(query) and 0 <= t < len(target) and not covered[q] and query[q] < 4:
-                if (3 - query[q] if complement else query[q]) != target[t]:
-                    break
-                n, q, t = n + 1, q + q_step, t + t_step
-            return n
-
         for k in mine:
             b = self.blocks[k]
             target = self.targets[b.target_id].codes
             if b.strand == "+":
-                after = identical(b.query_end, 1, b.target_end, 1, target, False)
-                before = identical(b.query_start - 1, -1, b.target_start - 1, -1, target, False)
+                after = identical_run(query, b.query_end, 1, target, b.target_end, 1, blocked=covered)
+                before = identical_run(query, b.query_start - 1, -1, target, b.target_start - 1, -1, blocked=covered)
                 q_start, q_end = b.query_start - before, b.query_end + after
             else:  # the reference's next bases pair with the contig's previous ones, complemented
-                after = identical(b.query_start - 1, -1, b.target_end, 1, target, True)
-                before = identical(b.query_end, 1, b.target_start - 1, -1, target, True)
+                after = identical_run(query, b.query_start - 1, -1, target, b.target_end, 1, complement=True,
+                                      blocked=covered)
+                before = identical_run(query, b.query_end, 1, target, b.target_start - 1, -1, complement=True,
+                                       blocked=covered)
                 q_start, q_end = b.query_start - after, b.query_end + before
             if before or after:
                 covered[q_start:q_end] = True

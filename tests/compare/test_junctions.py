@@ -4,6 +4,7 @@ plain-Python oracle that tries every junction."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -130,3 +131,57 @@ def test_settling_moves_some_junctions():
         placed = place_contigs([contig], [target], SCHEME)
         moved += settle_junctions(placed, [contig], [target], SCHEME) != placed
     assert moved >= 5
+
+
+def seam_case(gap: int, strand: str, spoil: bool = False):
+    """Two blocks of a contig against a reference of 60 random bases: contig bases [0, 20) on
+    reference [0, 20) and the rest on reference [20 + gap, 60), the ``gap`` reference bases
+    between them equal to the second block's first contig bases (so the first block can go on
+    over them); ``spoil`` changes the last of those contig bases (and its partner in the second
+    block, which stays exact). ``strand`` ``-``: the contig is the reverse complement."""
+    from gpualign_plugin.compare.api import AlignedBlock
+
+    rng = random.Random(gap)
+    head = [rng.choice("ACGT") for _ in range(20 + gap)]
+    tail = head[20:] + [rng.choice("ACGT") for _ in range(40 - 2 * gap)]  # starts with the gap's bases
+    if spoil:
+        tail[gap - 1] = {"A": "C", "C": "G", "G": "T", "T": "A"}[tail[gap - 1]]
+    reference, contig = "".join(head + tail), "".join(head[:20] + tail)
+    m = len(contig)
+    if strand == "+":
+        blocks = [AlignedBlock("R1", "c", "ref", "+", 0, 20, 0, 20, Cigar.from_runs([(20, "=")])),
+                  AlignedBlock("R2", "c", "ref", "+", 20, m, 20 + gap, 60, Cigar.from_runs([(m - 20, "=")]))]
+    else:
+        contig = reverse_complement_text(contig)
+        blocks = [AlignedBlock("R1", "c", "ref", "-", m - 20, m, 0, 20, Cigar.from_runs([(20, "=")])),
+                  AlignedBlock("R2", "c", "ref", "-", 0, m - 20, 20 + gap, 60, Cigar.from_runs([(m - 20, "=")]))]
+    return blocks, {"c": SCHEME.encode("c", contig)}, {"ref": SCHEME.encode("ref", reference)}
+
+
+@pytest.mark.parametrize("strand", ["+", "-"])
+@pytest.mark.parametrize("gap", [1, 2, 3, 4])
+def test_a_short_reference_gap_at_a_seam_is_closed_by_the_block_that_reads_on_over_it(gap, strand):
+    from gpualign_plugin.compare.junctions import SEAM_GAP, close_seams
+
+    blocks, queries, targets = seam_case(gap, strand)
+    closed = close_seams(blocks, [], queries, targets)
+    if gap > SEAM_GAP:
+        assert closed == blocks
+        return
+    first = closed[0]
+    assert (first.target_start, first.target_end) == (0, 20 + gap) and closed[1] == blocks[1]
+    assert first.query_end - first.query_start == 20 + gap  # overlapping the second block on the contig
+    contig, reference = queries["c"].codes, targets["ref"].codes
+    piece = contig[first.query_start:first.query_end]
+    oriented = piece if strand == "+" else reverse_complement_codes(piece)
+    assert score_cigar(first.cigar, oriented, reference[first.target_start:first.target_end], SCHEME) == 2 * (20 + gap)
+
+
+def test_a_seam_gap_is_left_open_where_the_bases_differ_or_something_aligns_them():
+    from gpualign_plugin.compare.junctions import close_seams
+
+    blocks, queries, targets = seam_case(2, "+", spoil=True)
+    assert close_seams(blocks, [], queries, targets) == blocks
+    blocks, queries, targets = seam_case(2, "+")
+    covering = [replace(blocks[0], region="copy", target_start=20, target_end=22)]
+    assert close_seams(blocks, covering, queries, targets) == blocks
