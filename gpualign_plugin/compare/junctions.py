@@ -193,40 +193,40 @@ def _rescored(piece: Alignment, cigar: Cigar, query_start: int, query_end: int, 
                                             targets[piece.target_id].codes[target_start:target_end], scheme))
 
 
-SEAM_GAP = 3
-"""Unaligned reference bases at a block's end that :func:`close_seams` may close (a seam base or
-two that matched both sides of a junction; a longer gap is a difference)."""
-
-
 def close_seams(blocks: list, covering: list, queries: dict, targets: dict) -> list:
-    """``blocks`` (:class:`~gpualign_plugin.compare.api.AlignedBlock`) with each short
-    reference gap at a block's end closed by that block, where the block goes on over it with
-    identical bases, as nucmer's extension does.
+    """``blocks`` (:class:`~gpualign_plugin.compare.api.AlignedBlock`) each extended at its ends
+    over identical bases (A, C, G, T) whose reference bases no alignment covers and whose contig
+    bases another block covers, as nucmer's extension goes on there.
 
-    Where a moved or inverted block meets its neighbour on the contig, a seam base may read as
-    a match on both sides; the placement found first takes the contig base, and the reference
-    base that pairs with it on the other side is then aligned by nothing: a one-base
-    ``Insertions`` row and one ``AlignedBases`` less than dnadiff, whose alignments overlap on
-    the contig there. A gap of at most :data:`SEAM_GAP` reference bases that no block or
-    ``covering`` alignment (the repeat copies) aligns, right at a block's end, whose bases
-    equal (A, C, G, T) the contig bases continuing the block's diagonal, is added to the block
-    (the contig bases may already lie in another block: the two overlap on the contig, as in
-    dnadiff). Only whole gaps are closed; blocks are taken in the order given, so the first
-    that can close a gap does. ``queries`` and ``targets`` map ids to sequences.
+    Where two blocks of a contig meet at a junction (a moved, inverted or translocated block, a
+    deletion's edges), the bases at the seam may read as matches on both sides. The placement
+    found first takes the contig bases, and the reference bases that pair with them on the
+    other side were aligned by nothing: a moved block's seam base was a one-base ``Insertions``
+    row and one ``AlignedBases`` less than dnadiff, and a deletion or translocation edge with a
+    few bases of microhomology 1 to 3 ``AlignedBases`` less. nucmer's alignments overlap on the
+    contig there; so do these now (the events and the VCF, made before, are unchanged).
+    ``covering`` alignments (the repeat copies) count as covering the reference too. Blocks are
+    taken in the order given, and reference bases one takes are covered for the next.
+    ``queries`` and ``targets`` map ids to sequences.
     """
     aligned = {t: np.zeros(len(s), dtype=bool) for t, s in targets.items()}
     for b in list(blocks) + list(covering):
         aligned[b.target_id][b.target_start:b.target_end] = True
+    bare = {q: np.ones(len(s), dtype=bool) for q, s in queries.items()}  # contig bases no block covers
+    for b in blocks:
+        bare[b.query_id][b.query_start:b.query_end] = False
     closed = list(blocks)
     for k, b in enumerate(blocks):
         reference, mask = targets[b.target_id].codes, aligned[b.target_id]
         contig = queries[b.query_id].codes
         forward = b.strand == "+"
         # The reference's next bases pair with the contig's next ones on +, its previous ones on -.
-        after = _closable(mask, reference, b.target_end, 1, contig, *((b.query_end, 1) if forward
-                                                                      else (b.query_start - 1, -1)), not forward)
-        before = _closable(mask, reference, b.target_start - 1, -1, contig,
-                           *((b.query_start - 1, -1) if forward else (b.query_end, 1)), not forward)
+        after = identical_run(contig, *((b.query_end, 1) if forward else (b.query_start - 1, -1)), reference,
+                              b.target_end, 1, complement=not forward, blocked=bare[b.query_id],
+                              target_blocked=mask)
+        before = identical_run(contig, *((b.query_start - 1, -1) if forward else (b.query_end, 1)), reference,
+                               b.target_start - 1, -1, complement=not forward, blocked=bare[b.query_id],
+                               target_blocked=mask)
         if before or after:
             mask[b.target_start - before:b.target_end + after] = True
             query_start, query_end = ((b.query_start - before, b.query_end + after) if forward
@@ -237,28 +237,16 @@ def close_seams(blocks: list, covering: list, queries: dict, targets: dict) -> l
     return closed
 
 
-def _closable(aligned: np.ndarray, reference: np.ndarray, t: int, t_step: int, contig: np.ndarray, q: int,
-              q_step: int, complement: bool) -> int:
-    """Length of the gap of unaligned reference bases (``aligned`` marks the others) from ``t``
-    going ``t_step`` if it is at most :data:`SEAM_GAP`, ends at an aligned base (not the
-    record's end) and its bases equal the contig's from ``q`` going ``q_step``; else 0."""
-    gap, at = 0, t
-    while 0 <= at < len(aligned) and not aligned[at]:
-        gap, at = gap + 1, at + t_step
-        if gap > SEAM_GAP:
-            return 0
-    if not 0 <= at < len(aligned):
-        return 0
-    return gap if identical_run(contig, q, q_step, reference, t, t_step, complement=complement, limit=gap) == gap else 0
-
-
 def identical_run(query: np.ndarray, q: int, q_step: int, target: np.ndarray, t: int, t_step: int, *,
-                  complement: bool = False, blocked: np.ndarray | None = None, limit: int | None = None) -> int:
+                  complement: bool = False, blocked: np.ndarray | None = None,
+                  target_blocked: np.ndarray | None = None) -> int:
     """How many pairs ``(q + i q_step, t + i t_step)``, ``i = 0, 1, ...``, are identical bases
     (A, C, G, T; the contig's complemented when ``complement``) inside both sequences, stopping
-    at a contig position that ``blocked`` marks and after ``limit`` pairs."""
+    at a contig position that ``blocked`` marks or a reference position that ``target_blocked``
+    marks."""
     n = 0
-    while (limit is None or n < limit) and 0 <= q < len(query) and 0 <= t < len(target) and query[q] < 4 \
-            and (blocked is None or not blocked[q]) and (3 - query[q] if complement else query[q]) == target[t]:
+    while 0 <= q < len(query) and 0 <= t < len(target) and query[q] < 4 \
+            and (blocked is None or not blocked[q]) and (target_blocked is None or not target_blocked[t]) \
+            and (3 - query[q] if complement else query[q]) == target[t]:
         n, q, t = n + 1, q + q_step, t + t_step
     return n

@@ -355,3 +355,21 @@ def test_a_seam_base_that_matches_both_sides_of_a_moved_block_is_aligned(tmp_pat
         near = ("TotalLength", "AvgLength", "AvgIdentity")
         assert {label: ours[label] for label in theirs if label not in near} == \
             {label: value for label, value in theirs.items() if label not in near}
+
+
+def test_a_deletion_with_microhomology_at_its_edges_gives_every_dnadiff_row(tmp_path):
+    """Wuhan-Hu-1 without bases 18,576-19,076 (helper sweep, stop 34): the three bases after the
+    deletion's left edge equal the three at its right edge, so they read as matches on either
+    side. Our alignment of the left flank now goes on over them, overlapping the right flank's
+    on the contig as nucmer's does: every row equals dnadiff's (MUMmer 3.23, measured:
+    `AlignedBases` 29,406, `InsertionSum` 500). Before, `AlignedBases` was 29,403 and the
+    lengths 3 shorter."""
+    genome = "".join(open(WUHAN_HU_1).read().split("\n", 1)[1].split())
+    ours, events = compare_events(tmp_path, genome, genome[:18576] + genome[19076:])
+    assert [(e["kind"], e["target_len"]) for e in events] == [("deletion", "500")]
+    assert ours["AlignedBases"][0].startswith("29406(") and ours["InsertionSum"] == ("500", "0")
+    if shutil.which("dnadiff"):
+        subprocess.run(["dnadiff", "-p", str(tmp_path / "dd"), str(tmp_path / "ref.fa"), str(tmp_path / "c.fa")],
+                       check=True, capture_output=True)
+        theirs = report_rows(tmp_path / "dd.report")
+        assert {label: ours[label] for label in theirs} == theirs
