@@ -8,7 +8,8 @@ those columns still score more than nothing. The other piece, found later on the
 only, stops at the junction, and those columns became false SNPs and indels and an event some
 bases too short (dnadiff's nucmer stops the first alignment where the second, better one
 begins). :func:`settle_junctions` moves each junction to where the two pieces' scores sum
-highest.
+highest. After the events, :func:`close_seams` lets the report's alignments go on over seam
+bases that match on both sides of a junction, overlapping on the contig as nucmer's do.
 """
 
 from __future__ import annotations
