@@ -23,19 +23,25 @@ class InputError(Exception):
         ``position_kind='line'``).
     position_kind : str
         ``'position'`` (sequence coordinate) or ``'line'`` (line of the file).
+    file_line, file_column : int, optional
+        Where a sequence position lies in the file (1-based line and column), when known.
     """
 
     def __init__(self, message: str, path: str | None = None, record: str | None = None,
-                 position: int | None = None, position_kind: str = "position"):
+                 position: int | None = None, position_kind: str = "position",
+                 file_line: int | None = None, file_column: int | None = None):
         self.message = message
         self.path = path
         self.record = record
         self.position = position
         self.position_kind = position_kind
+        self.file_line = file_line
+        self.file_column = file_column
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        """The error as one line: ``FILE: record ID: position N: MESSAGE``."""
+        """The error as one line: ``FILE: record ID: position N: MESSAGE``, followed by
+        ``(line L, column C of the file)`` where that is known."""
         parts = []
         if self.path is not None:
             parts.append(str(self.path))
@@ -44,7 +50,8 @@ class InputError(Exception):
         if self.position is not None:
             parts.append(f"{self.position_kind} {self.position}")
         parts.append(self.message)
-        return ": ".join(parts).replace("\n", " ")
+        where = f" (line {self.file_line}, column {self.file_column} of the file)" if self.file_line else ""
+        return (": ".join(parts) + where).replace("\n", " ")
 
 
 class BackendUnavailable(Exception):

@@ -100,6 +100,43 @@ def iter_fasta_text(path: str | os.PathLike) -> Iterator[tuple[str, str, str]]:
         raise InputError("no FASTA records", path=path)
 
 
+def _in_file(encode, *args, **kwargs):
+    """``encode(*args, **kwargs)``; an :class:`InputError` at a sequence position gets the line
+    and column of that character in the file (:func:`file_location`)."""
+    try:
+        return encode(*args, **kwargs)
+    except InputError as error:
+        if error.path is None or error.record is None or error.position is None or error.position_kind != "position":
+            raise
+        line, column = file_location(error.path, error.record, error.position)
+        raise InputError(error.message, path=error.path, record=error.record, position=error.position,
+                         file_line=line, file_column=column) from None
+
+
+def file_location(path: str, record: str, position: int) -> tuple[int | None, int | None]:
+    """The 1-based line and column of ``path`` that hold residue ``position`` (1-based) of
+    ``record``, counting residues as :func:`iter_fasta_text` does (whitespace in sequence lines
+    is no residue); ``(None, None)`` when the record or position is not there."""
+    seen = 0
+    inside = False
+    with _open_text(path) as handle:
+        for line_number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if line.startswith(">"):
+                if inside:
+                    break
+                words = header_text(line[1:]).strip().split(None, 1)
+                inside = bool(words) and words[0] == record
+                continue
+            if not inside:
+                continue
+            residues = [k for k, char in enumerate(line) if not char.isspace()]
+            if seen + len(residues) >= position:
+                return line_number, residues[position - seen - 1] + 1
+            seen += len(residues)
+    return None, None
+
+
 def _finish(path: str, header: tuple[str, str, int], chunks: list[str]) -> tuple[str, str, str]:
     text = "".join(chunks)
     if not text:
@@ -118,7 +155,7 @@ def read_fasta(path: str | os.PathLike, scheme: ScoringScheme) -> list[Sequence]
     one Gly/Ala-rich protein among others is read.
     """
     path = os.fspath(path)
-    records = [scheme.encode(name, text, path=path, description=description)
+    records = [_in_file(scheme.encode, name, text, path=path, description=description)
                for name, description, text in iter_fasta_text(path)]
     if scheme.alphabet is PROTEIN and records:
         _refuse_nucleotide_file(np.frombuffer("".join(r.text for r in records).encode("latin-1"),
@@ -131,7 +168,7 @@ def iter_fasta(path: str | os.PathLike, scheme: ScoringScheme) -> Iterator[Seque
     :func:`read_fasta`, without the whole-file check of a protein file's residues."""
     path = os.fspath(path)
     for name, description, text in iter_fasta_text(path):
-        yield scheme.encode(name, text, path=path, description=description)
+        yield _in_file(scheme.encode, name, text, path=path, description=description)
 
 
 def write_fasta(handle, records, width: int = 60) -> None:
@@ -344,7 +381,7 @@ def _parse_by_records(path: str, alphabet: Alphabet) -> FastaArrays:
         names.append(name)
         descriptions.append(description)
         texts.append(text.encode("latin-1"))
-        codes.append(alphabet.encode(text, path=path, record=name))
+        codes.append(_in_file(alphabet.encode, text, path=path, record=name))
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum([len(t) for t in texts], out=offsets[1:])
     text = np.frombuffer(b"".join(texts), dtype=np.uint8)

@@ -5,7 +5,7 @@ import gzip
 import pytest
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.fasta import iter_fasta_text, read_fasta, write_fasta
+from gpualign_plugin.io.fasta import iter_fasta_text, read_fasta, read_fasta_arrays, write_fasta
 from gpualign_plugin.scoring import ScoringScheme
 
 DNA = ScoringScheme.dna()
@@ -56,6 +56,22 @@ def test_bad_files_give_one_line_naming_file_record_and_position(tmp_path, conte
         read_fasta(path, DNA)
     text = str(err.value)
     assert text.startswith(path) and message in text and "\n" not in text
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_bad_character_is_also_named_by_its_line_and_column_in_the_file(tmp_path, compressed):
+    """Residue 11 of record 'b' is the '!' on the file's line 7, column 4: the record's lines
+    before it hold 8 residues (an empty line and a blank among them), and the tab that starts
+    its own line is no residue."""
+    content = ">a\nACGT\n>b some description\nACGT\n\nAC GT\n\tAC!GT\n>c\nA\n"
+    path = str(tmp_path / ("bad.fa.gz" if compressed else "bad.fa"))
+    with (gzip.open(path, "wt") if compressed else open(path, "w")) as handle:
+        handle.write(content)
+    for reader in (lambda p: read_fasta(p, DNA), lambda p: read_fasta_arrays(p, DNA.alphabet)):
+        with pytest.raises(InputError) as err:
+            reader(path)
+        assert str(err.value) == (f"{path}: record 'b': position 11: character '!' is not in the dna alphabet "
+                                  "(line 7, column 4 of the file)")
 
 
 def test_missing_file_is_named(tmp_path):
