@@ -68,7 +68,7 @@ import numpy as np
 
 from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, SyntenicBlock, cigar_columns,
                                    column_ops, column_scores, score_cigar)
-from gpualign_plugin.compare.junctions import close_seams, identical_run, settle_junctions
+from gpualign_plugin.compare.junctions import close_seams, grown_block, settle_junctions
 from gpualign_plugin.pairwise.api import align_sequences, place_local
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
@@ -1108,22 +1108,10 @@ class _Work:
             covered[self.blocks[k].query_start:self.blocks[k].query_end] = True
         for k in mine:
             b = self.blocks[k]
-            target = self.targets[b.target_id].codes
-            if b.strand == "+":
-                after = identical_run(query, b.query_end, 1, target, b.target_end, 1, blocked=covered)
-                before = identical_run(query, b.query_start - 1, -1, target, b.target_start - 1, -1, blocked=covered)
-                q_start, q_end = b.query_start - before, b.query_end + after
-            else:  # the reference's next bases pair with the contig's previous ones, complemented
-                after = identical_run(query, b.query_start - 1, -1, target, b.target_end, 1, complement=True,
-                                      blocked=covered)
-                before = identical_run(query, b.query_end, 1, target, b.target_start - 1, -1, complement=True,
-                                       blocked=covered)
-                q_start, q_end = b.query_start - after, b.query_end + before
-            if before or after:
-                covered[q_start:q_end] = True
-                self.blocks[k] = replace(b, query_start=q_start, query_end=q_end,
-                                         target_start=b.target_start - before, target_end=b.target_end + after,
-                                         cigar=Cigar.from_runs(((before, "="), *b.cigar.runs, (after, "="))))
+            grown = grown_block(b, query, self.targets[b.target_id].codes, blocked=covered)
+            if grown is not b:
+                covered[grown.query_start:grown.query_end] = True
+                self.blocks[k] = grown
 
     def _copied_part(self, home: Region, region: Region) -> tuple[int, int, int, int] | None:
         """``(query_start, query_end, target_start, target_end)`` of the part of ``region`` whose

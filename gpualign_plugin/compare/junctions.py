@@ -218,27 +218,39 @@ def close_seams(blocks: list, covering: list, queries: dict, targets: dict) -> l
         bare[b.query_id][b.query_start:b.query_end] = False
     closed = list(blocks)
     for k, b in enumerate(blocks):
-        reference, mask = targets[b.target_id].codes, aligned[b.target_id]
-        contig = queries[b.query_id].codes
-        forward = b.strand == "+"
-        # The reference's next bases pair with the contig's next ones on +, its previous ones on -.
-        after = identical_run(contig, *((b.query_end, 1) if forward else (b.query_start - 1, -1)), reference,
-                              b.target_end, 1, complement=not forward, blocked=bare[b.query_id],
-                              target_blocked=mask)
-        before = identical_run(contig, *((b.query_start - 1, -1) if forward else (b.query_end, 1)), reference,
-                               b.target_start - 1, -1, complement=not forward, blocked=bare[b.query_id],
-                               target_blocked=mask)
-        if before or after:
-            mask[b.target_start - before:b.target_end + after] = True
-            query_start, query_end = ((b.query_start - before, b.query_end + after) if forward
-                                      else (b.query_start - after, b.query_end + before))
-            closed[k] = replace(b, query_start=query_start, query_end=query_end,
-                                target_start=b.target_start - before, target_end=b.target_end + after,
-                                cigar=Cigar.from_runs(((before, "="), *b.cigar.runs, (after, "="))))
+        mask = aligned[b.target_id]
+        grown = grown_block(b, queries[b.query_id].codes, targets[b.target_id].codes, blocked=bare[b.query_id],
+                            target_blocked=mask)
+        if grown is not b:
+            mask[grown.target_start:grown.target_end] = True
+            closed[k] = grown
     return closed
 
 
-def identical_run(query: np.ndarray, q: int, q_step: int, target: np.ndarray, t: int, t_step: int, *,
+def grown_block(block, contig: np.ndarray, reference: np.ndarray, *, blocked: np.ndarray,
+                target_blocked: np.ndarray | None = None):
+    """``block`` (an :class:`~gpualign_plugin.compare.api.AlignedBlock`) extended at both ends
+    over the identical bases (A, C, G, T) that continue its diagonal (:func:`_identical_run`,
+    stopping at contig positions ``blocked`` marks and reference positions ``target_blocked``
+    marks), or ``block`` itself when there are none."""
+    forward = block.strand == "+"
+    # The reference's next bases pair with the contig's next ones on +, its previous ones on -.
+    after = _identical_run(contig, *((block.query_end, 1) if forward else (block.query_start - 1, -1)), reference,
+                           block.target_end, 1, complement=not forward, blocked=blocked,
+                           target_blocked=target_blocked)
+    before = _identical_run(contig, *((block.query_start - 1, -1) if forward else (block.query_end, 1)), reference,
+                            block.target_start - 1, -1, complement=not forward, blocked=blocked,
+                            target_blocked=target_blocked)
+    if not (before or after):
+        return block
+    query_start, query_end = ((block.query_start - before, block.query_end + after) if forward
+                              else (block.query_start - after, block.query_end + before))
+    return replace(block, query_start=query_start, query_end=query_end, target_start=block.target_start - before,
+                   target_end=block.target_end + after,
+                   cigar=Cigar.from_runs(((before, "="), *block.cigar.runs, (after, "="))))
+
+
+def _identical_run(query: np.ndarray, q: int, q_step: int, target: np.ndarray, t: int, t_step: int, *,
                   complement: bool = False, blocked: np.ndarray | None = None,
                   target_blocked: np.ndarray | None = None) -> int:
     """How many pairs ``(q + i q_step, t + i t_step)``, ``i = 0, 1, ...``, are identical bases
