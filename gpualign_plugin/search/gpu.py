@@ -148,6 +148,66 @@ def launch_ranges(item_cells: np.ndarray, launch_cells: int = LAUNCH_CELLS,
     return ranges
 
 
+def chained_items(item_rows: np.ndarray, item_widths: np.ndarray, split_cells: int | None,
+                  warps: int, room: int, rows_per_task: int = ROWS16) -> np.ndarray:
+    """Which items run as chains of ``rows_per_task``-row tasks (``search_inter16``'s chained tasks).
+
+    Parameters
+    ----------
+    item_rows, item_widths : numpy.ndarray
+        Query residues and batch width of each item, the items ordered largest first.
+    split_cells : int or None
+        Items whose lanes have more cells (rows x width) are chained; None: the mean cells
+        a lane per warp (all items' cells a lane over ``warps``), the size above which one
+        item would outlast the launch's even share of a warp.
+    warps : int
+        Warps resident at once (one per block of the 16-bit kernel).
+    room : int
+        Bytes of device memory the chains may take (:func:`chain_bytes`); the largest
+        items are chained first, as many as fit.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``bool`` per item. Items of at most ``rows_per_task`` rows are never chained.
+    """
+    rows = np.asarray(item_rows, np.int64)
+    lane_cells = rows * np.asarray(item_widths, np.int64)
+    limit = split_cells if split_cells is not None else int(lane_cells.sum()) // max(1, warps)
+    split = (lane_cells > limit) & (rows > rows_per_task)
+    cost = np.where(split, chain_bytes(item_widths, -(-rows // rows_per_task)), 0)
+    return split & (np.cumsum(cost) <= room)
+
+
+def chain_bytes(widths, tasks):
+    """Device bytes of chains over batches of these widths, of these numbers of tasks: a ring of two
+    rows (8 bytes a column and thread, 32 threads), a progress count and 32 best words per task."""
+    return 2 * 32 * 8 * np.asarray(widths, np.int64) + (4 + 4 * 32) * np.asarray(tasks, np.int64)
+
+
+def plan_tasks(item_rows: np.ndarray, split: np.ndarray,
+               rows_per_task: int = ROWS16) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's tasks: each item whole, or (``split``) as a chain of ``rows_per_task``-row tasks.
+
+    Returns
+    -------
+    task_item, task_row, task_chain, first_task : numpy.ndarray
+        ``int32`` per task: its item, its first query row (0 for a whole item) and its chain
+        (-1 for a whole item; chains numbered in item order); ``int64`` ``first_task[k]``: the
+        index of item ``k``'s first task (``first_task[-1]`` is the number of tasks). A
+        chain's ``ceil(rows / rows_per_task)`` tasks are consecutive, in row order.
+    """
+    rows = np.asarray(item_rows, np.int64)
+    split = np.asarray(split, dtype=bool)
+    counts = np.where(split, -(-rows // rows_per_task), 1)
+    first_task = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=first_task[1:])
+    task_item = np.repeat(np.arange(len(rows), dtype=np.int32), counts)
+    task_row = ((np.arange(first_task[-1]) - first_task[task_item]) * rows_per_task).astype(np.int32)
+    chain_of_item = np.where(split, np.cumsum(split) - 1, -1).astype(np.int32)
+    return task_item, task_row, chain_of_item[task_item], first_task
+
+
 def scratch_slots(fixed_bytes: int, slot_bytes: int, budget: int, most: int) -> int:
     """Persistent blocks (one scratch slot each) that fit ``budget`` bytes, at most ``most``.
 
@@ -170,7 +230,7 @@ def scratch_slots(fixed_bytes: int, slot_bytes: int, budget: int, most: int) -> 
 def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme: ScoringScheme,
                    device: int = 0, on_progress: Callable[[int, int], None] | None = None, *,
                    memory_budget: int | None = None, pair_cells: int = PAIR_CELLS,
-                   use16: bool | None = None) -> np.ndarray:
+                   use16: bool | None = None, split_cells: int | None = None) -> np.ndarray:
     """Best local (Smith-Waterman-Gotoh) score of every query against every target, on the GPU.
 
     Parameters
@@ -191,6 +251,11 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     use16 : bool, optional
         Score in 16-bit lanes first (default: when the scheme allows,
         :func:`~gpualign_plugin.search.cpu.fits_int16`); False runs the 32-bit kernel alone.
+    split_cells : int or None
+        Items of the 16-bit kernel with more cells a lane (query rows x batch width) run as
+        chains of 32-row tasks, since on one warp such an item would outlast the rest of the
+        launch (:func:`chained_items`; None, the default: above the mean cells a lane per
+        resident warp; tests force 0).
 
     Returns
     -------
@@ -216,7 +281,8 @@ def score_database(queries: list[np.ndarray], targets: list[np.ndarray], scheme:
     flat = np.concatenate([np.ascontiguousarray(t, dtype=np.uint8) for t in targets])
     part = _pack_on_device(flat, offsets, _batch_rows(np.argsort(lengths, kind="stable")),
                            scheme.matrix.shape[0], device)
-    scores = _scan(queries, part, scheme, device, on_progress, memory_budget, pair_cells, use16)
+    scores = _scan(queries, part, scheme, device, on_progress, memory_budget, pair_cells, use16,
+                   split_cells)
     used = part.lane_target >= 0
     result[:, part.lane_target[used]] = scores.get()[:, used]
     return result
@@ -226,7 +292,8 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
              scheme: ScoringScheme, top: int, devices: list[int],
              on_progress: Callable[[int, int], None] | None = None, *,
              memory_budget: int | None = None, pair_cells: int = PAIR_CELLS,
-             use16: bool | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+             use16: bool | None = None,
+             split_cells: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """The candidates for the ``top`` best targets of each query, selected on the GPU(s).
 
     The records ``order`` of a flat database (record ``i`` is
@@ -237,6 +304,8 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
     while every query is scored against it; then the ``top``-th best score of
     each query is found on the device and only the scores at or above it
     (and above 0) come back. One host thread drives each device.
+    ``memory_budget``, ``pair_cells``, ``use16`` and ``split_cells`` are
+    :func:`score_database`'s.
 
     Returns
     -------
@@ -263,7 +332,7 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
         for group in groups:
             part = _pack_on_device(codes, offsets, rows[group], scheme.matrix.shape[0], device)
             scores = _scan(queries, part, scheme, device, progress if on_progress else None,
-                           memory_budget, pair_cells, use16)
+                           memory_budget, pair_cells, use16, split_cells)
             found.append(_device_top(scores, part.lane_target, top, device))
             del scores, part
         return found
@@ -400,7 +469,7 @@ def _device_top(scores, lane_target: np.ndarray, top: int, device: int) -> list:
 
 
 def _scan(queries, part: _Part, scheme: ScoringScheme, device: int, on_progress, memory_budget,
-          pair_cells: int, use16: bool | None):
+          pair_cells: int, use16: bool | None, split_cells: int | None = None):
     """Score every query against every lane of ``part`` on ``device``; the device
     ``(queries, lanes)`` int32 score matrix (0 in empty lanes)."""
     import cupy as cp
@@ -416,7 +485,8 @@ def _scan(queries, part: _Part, scheme: ScoringScheme, device: int, on_progress,
         inputs = _DeviceInputs(queries, query_lengths, part, scheme, len(inter_q))
         if len(inter_q):
             if use16:
-                _run_inter(inputs, scheme, inter_q, inter_b, device, memory_budget, True, progress)
+                _run_inter(inputs, scheme, inter_q, inter_b, device, memory_budget, True, progress,
+                           split_cells)
                 flagged = (inputs.out.reshape(len(queries), len(part.widths), LANES) < 0).any(axis=2)
                 again_q, again_b = (a.get().astype(np.int32) for a in cp.nonzero(flagged))
                 if len(again_q):
@@ -483,11 +553,13 @@ class _DeviceInputs:
 
 
 def _run_inter(inputs: _DeviceInputs, scheme: ScoringScheme, item_query, item_batch, device,
-               memory_budget, sixteen: bool, progress) -> None:
-    """Run the 16-bit or 32-bit inter-task kernel over the given items, writing ``inputs.out``."""
+               memory_budget, sixteen: bool, progress, split_cells: int | None = None) -> None:
+    """Run the 16-bit or 32-bit inter-task kernel over the given items, writing ``inputs.out``;
+    the 16-bit kernel runs the long items as chains (:func:`chained_items`)."""
     import cupy as cp
 
     width = int(inputs.width[item_batch].max())
+    rows, widths = inputs.query_lengths[item_query], inputs.width[item_batch]
     if sixteen:
         name, threads = f"search_inter16<{ROWS16}>", LANES // 2
         slot_bytes = 8 * width * threads
@@ -497,32 +569,49 @@ def _run_inter(inputs: _DeviceInputs, scheme: ScoringScheme, item_query, item_ba
         slot_bytes = 8 * width * LANES
         shared = 4 * inputs.letters * PROFILE_TILE
     kernel = kernels.get_kernel(device, _SOURCE, name)
+    resident = kernels.resident_blocks(kernel, threads, shared, device)
     budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2 + inputs.fixed
-    slots = scratch_slots(inputs.fixed, slot_bytes, budget,
-                          kernels.resident_blocks(kernel, threads, shared, device))
-    kernels.check_memory(slots * slot_bytes, inputs.what)
+    split = np.zeros(len(item_query), dtype=bool)
+    if sixteen:
+        split = chained_items(rows, widths, split_cells, resident, (budget - inputs.fixed) // 2)
+    task_item, task_row, task_chain, first_task = plan_tasks(rows, split)
+    chain_widths = widths[split]
+    chain_row_offsets = np.zeros(len(chain_widths) + 1, dtype=np.int64)
+    np.cumsum(2 * 32 * chain_widths, out=chain_row_offsets[1:])
+    chained_tasks = len(task_item) if split.any() else 0  # progress and best are indexed by task
+    chains = int(chain_bytes(chain_widths, 0).sum() + chain_bytes(0, chained_tasks))
+    slots = scratch_slots(inputs.fixed + chains, slot_bytes, budget, resident)
+    kernels.check_memory(slots * slot_bytes + chains, inputs.what)
     scratch = cp.empty(slots * slot_bytes // 4, dtype=cp.int32)
-    d_item_query = cp.asarray(item_query)
-    d_item_batch = cp.asarray(item_batch)
+    d_task_query = cp.asarray(item_query[task_item])
+    d_task_batch = cp.asarray(item_batch[task_item])
     counter = cp.zeros(1, dtype=cp.int32)
-    cells = inputs.query_lengths[item_query] * inputs.width[item_batch]
     n_lanes = inputs.out.shape[1]
     i32, i64 = np.int32, np.int64
     oe = scheme.gap_open + scheme.gap_extend
-    for start, stop in launch_ranges(cells):
+    if sixteen:
+        d_task_row, d_task_chain = cp.asarray(task_row), cp.asarray(task_chain)
+        chain_rows = cp.empty(max(1, int(chain_row_offsets[-1])) * 2, dtype=cp.uint32)
+        d_chain_row_offsets = cp.asarray(chain_row_offsets)
+        task_progress = cp.zeros(max(1, chained_tasks), dtype=cp.int32)
+        task_best = cp.empty(32 * max(1, chained_tasks), dtype=cp.uint32)
+    for start, stop in launch_ranges(rows * widths):
         counter.fill(0)
+        first, end = int(first_task[start]), int(first_task[stop])
         if sixteen:
             args = (inputs.codes, inputs.offsets, inputs.widths, inputs.queries, inputs.query_offsets,
                     inputs.d_profile16, i32(inputs.letters), i32(oe), i32(scheme.gap_extend),
-                    i32(PAD16), i32(inputs.limit), d_item_query[start:], d_item_batch[start:],
-                    i32(stop - start), counter, scratch, i64(width * threads), inputs.out, i64(n_lanes))
+                    i32(PAD16), i32(inputs.limit), d_task_query[first:], d_task_batch[first:],
+                    d_task_row[first:], d_task_chain[first:], i32(end - first), counter, scratch,
+                    i64(width * threads), chain_rows, d_chain_row_offsets, task_progress[first:],
+                    task_best[32 * first:], inputs.out, i64(n_lanes))
         else:
             args = (inputs.codes, inputs.offsets, inputs.widths, inputs.queries, inputs.query_offsets,
                     inputs.d_sub32, i32(inputs.letters), i32(oe), i32(scheme.gap_extend),
-                    i32(layout.PAD_SCORE), i32(NEG_INF), d_item_query[start:],
-                    d_item_batch[start:], i32(stop - start), counter, scratch, i64(width * LANES),
+                    i32(layout.PAD_SCORE), i32(NEG_INF), d_task_query[first:],
+                    d_task_batch[first:], i32(end - first), counter, scratch, i64(width * LANES),
                     inputs.out, i64(n_lanes))
-        kernels.launch(kernel, name, min(slots, stop - start), threads, args, shared,
+        kernels.launch(kernel, name, min(slots, end - first), threads, args, shared,
                        f"{inputs.what}, items {start}..{stop} of {len(item_query)}, widest batch {width}")
         if progress is not None:
             progress.done(item_query[start:stop], item_batch[start:stop])

@@ -24,6 +24,7 @@
 // scheme's score bound against 32-bit overflow; H >= 0, and E, F >= neg_inf - gap_e.
 
 #include "dp_cells.cuh"
+#include "sweep_sync.cuh"
 
 #define SEARCH_TILE 128  // query rows per shared-memory profile tile (a multiple of R)
 
@@ -139,11 +140,117 @@ __global__ void search_inter(const unsigned char* __restrict__ codes,
 #define SEARCH16_STRIDE (SEARCH16_TILE + 8)  // shorts per profile row: rows of different letters
                                              // start 16 bytes apart modulo 128, spreading 16-byte
                                              // loads of a quarter-warp over the banks
+#define SEARCH16_PUBLISH 32                  // columns between two progress reports of a chained task
 
 __device__ __forceinline__ unsigned search_pack16(int v) {
     return ((unsigned)v & 0xffffu) * 0x10001u;
 }
 
+// Lane 0 waits until the previous task of the chain reports more than j columns of its bottom row
+// written; every lane gets the count it saw.
+__device__ __forceinline__ int search_wait_rows(const int* progress, int j, int t) {
+    int seen = 0;
+    if (t == 0) {
+        while ((seen = load_relaxed_gpu(progress)) <= j) __nanosleep(64);
+        fence_acquire_gpu();
+    }
+    __syncwarp();
+    return __shfl_sync(FULL_MASK, seen, 0);
+}
+
+// Report `columns` columns of this task's bottom row (and, with the last report, its best) written.
+__device__ __forceinline__ void search_publish_rows(int* progress, int columns, int t) {
+    __threadfence();
+    __syncwarp();
+    if (t == 0) store_release_gpu(progress, columns);
+}
+
+// One sweep of R query rows (the profile's rows from prof_rows) over both targets of a thread
+// (column: their residues, 32 apart), from column 0 to width - 1; returns the running best with
+// these cells'. The row above comes from row_in (none for the first rows of the query), the
+// bottom row goes to row_out (none for the last rows): the block's own slot for a whole item;
+// for a chained task (CHAINED) the previous task's ring row, awaited through progress_in, and its
+// own ring row, reported through progress_out.
+template <int R, bool CHAINED>
+__device__ __forceinline__ unsigned search16_sweep(const unsigned short* column, int width,
+                                                   const short* prof_rows, bool first, bool last,
+                                                   const uint2* row_in, uint2* row_out,
+                                                   const int* progress_in, int* progress_out,
+                                                   unsigned noe2, unsigned ne2, unsigned best, int t) {
+    unsigned Ho[R], E[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        Ho[r] = noe2;
+        E[r] = noe2;
+    }
+    unsigned diag = noe2;  // Ho(first row - 1, j - 1)
+    int ready = 0;         // columns of row_in known to be written (CHAINED)
+    for (int j = 0; j < width; ++j) {
+        const unsigned ab = column[(size_t)j * 32];
+        unsigned up_ho = noe2, up_f = noe2;
+        if (!first) {
+            uint2 v;
+            if (CHAINED) {
+                if (j == ready) ready = search_wait_rows(progress_in, j, t);
+                v = __ldcg(row_in + (size_t)j * 32);
+            } else {
+                v = row_in[(size_t)j * 32];
+            }
+            up_ho = v.x;
+            up_f = v.y;
+        }
+        const uint4* pa = reinterpret_cast<const uint4*>(prof_rows + (ab & 0xffu) * SEARCH16_STRIDE);
+        const uint4* pb = reinterpret_cast<const uint4*>(prof_rows + (ab >> 8) * SEARCH16_STRIDE);
+        unsigned ho_above = up_ho, f = up_f;
+#pragma unroll
+        for (int k = 0; k < R / 8; ++k) {
+            const uint4 A = pa[k];
+            const uint4 B = pb[k];
+            const unsigned aw[4] = {A.x, A.y, A.z, A.w};
+            const unsigned bw[4] = {B.x, B.y, B.z, B.w};
+#pragma unroll
+            for (int w = 0; w < 4; ++w) {
+                unsigned pair[2];
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int r = 8 * k + 2 * w + half;
+                    const unsigned s = __byte_perm(aw[w], bw[w], half ? 0x7632 : 0x5410);
+                    const unsigned e = __viaddmax_s16x2(E[r], ne2, Ho[r]);
+                    f = __viaddmax_s16x2(f, ne2, ho_above);
+                    const unsigned h = __vimax_s16x2_relu(__viaddmax_s16x2(diag, s, e), f);
+                    const unsigned ho = __vadd2(h, noe2);
+                    diag = Ho[r];
+                    Ho[r] = ho;
+                    E[r] = e;
+                    ho_above = ho;
+                    pair[half] = ho;
+                }
+                best = __vimax3_s16x2(best, pair[0], pair[1]);
+            }
+        }
+        if (!last) {
+            if (CHAINED) {
+                __stcg(row_out + (size_t)j * 32, make_uint2(ho_above, f));
+                if ((j + 1) % SEARCH16_PUBLISH == 0 && j + 1 < width) search_publish_rows(progress_out, j + 1, t);
+            } else {
+                row_out[(size_t)j * 32] = make_uint2(ho_above, f);
+            }
+        }
+        diag = up_ho;
+    }
+    return best;
+}
+
+// Chained tasks (long items). An item of many cells on one warp would run long after the rest of
+// the GPU has finished (its time, not the cells, then sets the launch's length), so the host cuts
+// such an item into a chain of tasks of R query rows each (task_chain >= 0, task_row the first
+// row), consecutive in the task order. A task takes its top row from the previous task's bottom
+// row, column by column, as that task reports progress (every SEARCH16_PUBLISH columns), through
+// a ring of two rows per chain (chain_rows + chain_row_offsets[chain]: 2 x width x 32 uint2);
+// task k + 2 overwrites column j of the row task k wrote only after task k + 1 has finished column
+// j, which it needs. Its best so far goes to task_best with its last report, and the chain's last
+// task writes the lanes' scores. A task waits only for one claimed before it, which a running
+// warp holds, so the persistent grid cannot deadlock however few blocks are resident.
 template <int R>
 __global__ void __launch_bounds__(32) search_inter16(
         const unsigned char* __restrict__ codes,
@@ -154,9 +261,14 @@ __global__ void __launch_bounds__(32) search_inter16(
         const short* __restrict__ profile_ext,  // alpha x (alpha + 1): sub + open + extend, pad column pad16
         int letters,                            // alpha + 1 (codes 0..alpha, alpha = pad)
         int gap_oe, int gap_e, int pad16, int limit,
-        const int* __restrict__ item_query, const int* __restrict__ item_batch,
-        int n_items, int* next_item,
+        const int* __restrict__ task_query, const int* __restrict__ task_batch,
+        const int* __restrict__ task_row,       // first query row of the task (0 for a whole item)
+        const int* __restrict__ task_chain,     // -1: a whole item; else the task's chain
+        int n_tasks, int* next_task,
         uint2* scratch, long long slot_stride,  // per block: max width * 32 uint2
+        uint2* chain_rows, const long long* __restrict__ chain_row_offsets,
+        int* task_progress,                     // columns of each chained task's bottom row written (0 at launch)
+        unsigned* task_best,                    // 32 per task: a chained task's best, for the next one
         int* out, long long out_stride) {       // out[q * out_stride + b * 64 + l]
     static_assert(R % 8 == 0 && SEARCH16_TILE % R == 0, "R must be a multiple of 8 dividing the tile");
     extern __shared__ __align__(16) short prof16[];  // prof16[letter * SEARCH16_STRIDE + row of the tile]
@@ -166,19 +278,30 @@ __global__ void __launch_bounds__(32) search_inter16(
     const unsigned ne2 = search_pack16(-gap_e);
 
     for (;;) {
-        int item = 0;
-        if (t == 0) item = atomicAdd(next_item, 1);
-        item = __shfl_sync(0xffffffffu, item, 0);
-        if (item >= n_items) return;
-        const int q = item_query[item];
-        const int b = item_batch[item];
+        int task = 0;
+        if (t == 0) task = atomicAdd(next_task, 1);
+        task = __shfl_sync(FULL_MASK, task, 0);
+        if (task >= n_tasks) return;
+        const int q = task_query[task];
+        const int b = task_batch[task];
+        const int chain = task_chain[task];
+        const int lo = task_row[task];
         const unsigned char* query = queries + query_offsets[q];
         const int m = (int)(query_offsets[q + 1] - query_offsets[q]);
+        const int hi = chain < 0 ? m : min(m, lo + R);
         const int width = batch_widths[b];
         const unsigned short* column = reinterpret_cast<const unsigned short*>(codes + batch_offsets[b]) + t;
+        uint2* ring_in = nullptr;  // a chained task's top row (the previous task's bottom row)
+        uint2* ring_out = nullptr;
+        if (chain >= 0) {
+            const size_t row = (size_t)width * 32;
+            const int parity = (lo / R) & 1;
+            ring_out = chain_rows + chain_row_offsets[chain] + t + parity * row;
+            ring_in = chain_rows + chain_row_offsets[chain] + t + (parity ^ 1) * row;
+        }
         unsigned best = noe2;  // max of Ho over the cells; H = 0 before any cell
 
-        for (int t0 = 0; t0 < m; t0 += SEARCH16_TILE) {
+        for (int t0 = lo; t0 < hi; t0 += SEARCH16_TILE) {
             __syncwarp();  // the previous tile's profile is no longer read
             for (int x = t; x < letters * SEARCH16_TILE; x += 32) {
                 const int letter = x / SEARCH16_TILE;
@@ -188,63 +311,29 @@ __global__ void __launch_bounds__(32) search_inter16(
                     i < m ? profile_ext[query[i] * letters + letter] : (short)pad16;
             }
             __syncwarp();
-            const int rows = min(SEARCH16_TILE, m - t0);
+            const int rows = min(SEARCH16_TILE, hi - t0);
             for (int r0 = 0; r0 < rows; r0 += R) {
                 const bool first = t0 + r0 == 0;
                 const bool last = t0 + r0 + R >= m;
-                unsigned Ho[R], E[R];
-#pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    Ho[r] = noe2;
-                    E[r] = noe2;
-                }
-                unsigned diag = noe2;  // Ho(first row - 1, j - 1)
-                for (int j = 0; j < width; ++j) {
-                    const unsigned ab = column[(size_t)j * 32];
-                    unsigned up_ho = noe2, up_f = noe2;
-                    if (!first) {
-                        const uint2 v = slot[(size_t)j * 32];
-                        up_ho = v.x;
-                        up_f = v.y;
-                    }
-                    const uint4* pa = reinterpret_cast<const uint4*>(prof16 + (ab & 0xffu) * SEARCH16_STRIDE + r0);
-                    const uint4* pb = reinterpret_cast<const uint4*>(prof16 + (ab >> 8) * SEARCH16_STRIDE + r0);
-                    unsigned ho_above = up_ho, f = up_f;
-#pragma unroll
-                    for (int k = 0; k < R / 8; ++k) {
-                        const uint4 A = pa[k];
-                        const uint4 B = pb[k];
-                        const unsigned aw[4] = {A.x, A.y, A.z, A.w};
-                        const unsigned bw[4] = {B.x, B.y, B.z, B.w};
-#pragma unroll
-                        for (int w = 0; w < 4; ++w) {
-                            unsigned pair[2];
-#pragma unroll
-                            for (int half = 0; half < 2; ++half) {
-                                const int r = 8 * k + 2 * w + half;
-                                const unsigned s = __byte_perm(aw[w], bw[w], half ? 0x7632 : 0x5410);
-                                const unsigned e = __viaddmax_s16x2(E[r], ne2, Ho[r]);
-                                f = __viaddmax_s16x2(f, ne2, ho_above);
-                                const unsigned h = __vimax_s16x2_relu(__viaddmax_s16x2(diag, s, e), f);
-                                const unsigned ho = __vadd2(h, noe2);
-                                diag = Ho[r];
-                                Ho[r] = ho;
-                                E[r] = e;
-                                ho_above = ho;
-                                pair[half] = ho;
-                            }
-                            best = __vimax3_s16x2(best, pair[0], pair[1]);
-                        }
-                    }
-                    if (!last) slot[(size_t)j * 32] = make_uint2(ho_above, f);
-                    diag = up_ho;
-                }
+                best = ring_in != nullptr
+                    ? search16_sweep<R, true>(column, width, prof16 + r0, first, last, ring_in, ring_out,
+                                              task_progress + task - 1, task_progress + task, noe2, ne2, best, t)
+                    : search16_sweep<R, false>(column, width, prof16 + r0, first, last, slot, slot,
+                                               nullptr, nullptr, noe2, ne2, best, t);
             }
         }
-        const int lo = (int)(short)(best & 0xffffu) + gap_oe;
-        const int hi = (int)(short)(best >> 16) + gap_oe;
+        if (chain >= 0) {
+            if (lo > 0) best = __vmaxs2(best, __ldcg(task_best + (size_t)(task - 1) * 32 + t));
+            if (hi < m) {
+                __stcg(task_best + (size_t)task * 32 + t, best);
+                search_publish_rows(task_progress + task, width, t);
+                continue;
+            }
+        }
+        const int lo16 = (int)(short)(best & 0xffffu) + gap_oe;
+        const int hi16 = (int)(short)(best >> 16) + gap_oe;
         int* dst = out + (size_t)q * (size_t)out_stride + (size_t)b * 64 + 2 * t;
-        *reinterpret_cast<int2*>(dst) = make_int2(lo >= limit ? -1 : lo, hi >= limit ? -1 : hi);
+        *reinterpret_cast<int2*>(dst) = make_int2(lo16 >= limit ? -1 : lo16, hi16 >= limit ? -1 : hi16);
     }
 }
 

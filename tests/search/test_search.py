@@ -495,6 +495,35 @@ def test_gpu_launch_ranges_cover_the_items_in_order():
     assert launch_ranges(np.array([], dtype=np.int64)) == []
 
 
+def test_gpu_chains_cut_long_items_into_consecutive_row_blocks():
+    from gpualign_plugin.search.gpu import chain_bytes, chained_items, plan_tasks
+
+    rows = np.array([100, 64, 40, 32, 7, 65])
+    widths = np.array([5000, 3000, 10, 9000, 9000, 200])
+    # 100 x 5000 and 64 x 3000 are above 100,000 cells a lane: chains of ceil(rows / 32) tasks;
+    # 32 x 9000 and 7 x 9000 too, but one task already holds their rows; the rest stay whole.
+    split = chained_items(rows, widths, 100_000, warps=8, room=1 << 30, rows_per_task=32)
+    assert split.tolist() == [True, True, False, False, False, False]
+    task_item, task_row, task_chain, first_task = plan_tasks(rows, split, rows_per_task=32)
+    assert task_item.tolist() == [0, 0, 0, 0, 1, 1, 2, 3, 4, 5]
+    assert task_row.tolist() == [0, 32, 64, 96, 0, 32, 0, 0, 0, 0]
+    assert task_chain.tolist() == [0, 0, 0, 0, 1, 1, -1, -1, -1, -1]
+    assert first_task.tolist() == [0, 4, 6, 7, 8, 9, 10]
+    # Every query row of every item is in exactly one task.
+    for item, m in enumerate(rows):
+        ends = [min(m, r + 32) if split[item] else m for r in task_row[task_item == item]]
+        covered = np.concatenate([np.arange(r, e) for r, e in zip(task_row[task_item == item], ends)])
+        assert sorted(covered.tolist()) == list(range(m))
+    # Chains take memory, the largest item first: room for the first one only.
+    room = int(chain_bytes(5000, 4))
+    assert chained_items(rows, widths, 100_000, 8, room, 32).tolist() == [True] + [False] * 5
+    # By default the limit is the mean cells a lane per resident warp: (500,000 + 192,000 + 400
+    # + 288,000 + 63,000 + 13,000) / 4 = 239,100, so only the first item.
+    assert chained_items(rows, widths, None, 4, 1 << 30, 32).tolist() == [True] + [False] * 5
+    whole = plan_tasks(rows, np.zeros(6, dtype=bool))
+    assert whole[0].tolist() == list(range(6)) and (whole[2] == -1).all() and (whole[1] == 0).all()
+
+
 def test_gpu_scratch_slots_fit_the_budget_or_fail_with_numbers():
     from gpualign_plugin.runtime.kernels import GpuMemoryError
     from gpualign_plugin.search.gpu import scratch_slots

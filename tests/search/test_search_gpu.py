@@ -5,8 +5,9 @@ Random protein and DNA sets cover empty and one-residue sequences, query lengths
 around the register block (32 rows) and the profile tile (128 rows), target counts
 that are not multiples of the 64-lane batch, targets up to 3,000 residues, scores
 near 0, tie-heavy two-letter sequences and scores beyond 16 bits. Small
-``pair_cells`` send long items to the long-pair engine (intra-task), a tiny
-``memory_budget`` leaves one persistent block that takes every item in turn.
+``pair_cells`` send long items to the long-pair engine (intra-task), small ``split_cells``
+cut items into chains of 32-row tasks (0: every item of more than 32 rows), a tiny
+``memory_budget`` leaves one persistent block that takes every item (or chained task) in turn.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def gpu_scores(queries, targets, scheme, **options):
 
 
 def assert_same_scores(queries, targets, scheme,
-                       variants=({}, {"pair_cells": 2_000}, {"use16": False})):
+                       variants=({}, {"pair_cells": 2_000}, {"use16": False}, {"split_cells": 0})):
     """GPU scores equal the CPU's, with the default routing and with each option set in ``variants``."""
     expected = score_database(queries, targets, scheme)
     for options in variants:
@@ -113,7 +114,8 @@ def test_search_fixture_scores_equal_cpu():
     db = read_fasta(os.path.join(DATA, "search_db.fa"), PROTEIN)
     targets = [t.codes for t in db]
     assert_same_scores([q.codes for q in queries], targets, PROTEIN,
-                       ({}, {"pair_cells": 5_000}, few_blocks(targets), {"use16": False}))
+                       ({}, {"pair_cells": 5_000}, few_blocks(targets), {"use16": False},
+                        {"split_cells": 0}, {"split_cells": 0, **few_blocks(targets)}))
 
 
 def test_random_proteins_up_to_3000_residues_equal_cpu():
@@ -124,7 +126,8 @@ def test_random_proteins_up_to_3000_residues_equal_cpu():
     queries = random_codes(rng, 20, query_lengths)
     targets = random_codes(rng, 20, rng.permutation(target_lengths))
     expected = assert_same_scores(queries, targets, PROTEIN,
-                                  ({}, {"pair_cells": 100_000}, few_blocks(targets), {"use16": False}))
+                                  ({}, {"pair_cells": 100_000}, few_blocks(targets), {"use16": False},
+                                   {"split_cells": 0}, {"split_cells": 50_000, **few_blocks(targets)}))
     assert (expected[0] == 0).all() and (expected[1:] > 0).any()
 
 
@@ -142,7 +145,8 @@ def test_tie_heavy_two_letter_sequences_equal_cpu():
     for scheme in (DNA, ScoringScheme.dna(1, -1, 0, 1), PROTEIN):
         queries = random_codes(rng, 2, [3, 16, 64, 200, 650])
         targets = random_codes(rng, 2, rng.integers(0, 900, 97))
-        assert_same_scores(queries, targets, scheme, ({}, {"pair_cells": 1_000}, {"use16": False}))
+        assert_same_scores(queries, targets, scheme, ({}, {"pair_cells": 1_000}, {"use16": False},
+                                                      {"split_cells": 0}))
 
 
 def test_scores_beyond_16_bits_and_large_matrices_equal_cpu():
@@ -303,7 +307,8 @@ def _read_gz(path: str, scheme: ScoringScheme):
 def test_example_database_slice_equals_cpu():
     # 53 queries (the first 50 and the 3 longest, up to 4,291 aa) x 2,030 targets (the first
     # 2,000 and the 30 longest, up to 8,081 aa): the benchmark's batches and its longest lanes,
-    # all inter-task with the default settings, then with pairs above 4 M cells intra-task.
+    # all inter-task with the default settings, then with pairs above 4 M cells intra-task, items
+    # above 1 M cells a lane chained, and every item whole.
     folder = _example_data()
     if folder is None:
         pytest.skip("MMseqs2 example data not found (set GPUALIGN_SEARCH_DATA)")
@@ -313,7 +318,7 @@ def test_example_database_slice_equals_cpu():
     longest_targets = sorted(range(len(db)), key=lambda k: -len(db[k]))[:30]
     q = [queries[k].codes for k in range(50)] + [queries[k].codes for k in longest_queries]
     t = [db[k].codes for k in range(2000)] + [db[k].codes for k in longest_targets]
-    assert_same_scores(q, t, PROTEIN, ({}, {"pair_cells": 1 << 22}))
+    assert_same_scores(q, t, PROTEIN, ({}, {"pair_cells": 1 << 22}, {"split_cells": 1 << 20}, {"split_cells": 1 << 62}))
 
 
 def test_a_budget_below_one_block_is_a_memory_error_with_numbers():
