@@ -573,8 +573,9 @@ def _run_inter(inputs: _DeviceInputs, scheme: ScoringScheme, item_query, item_ba
     budget = memory_budget if memory_budget is not None else kernels.free_bytes() // 2 + inputs.fixed
     split = np.zeros(len(item_query), dtype=bool)
     if sixteen:
-        split = chained_items(rows, widths, split_cells, resident, (budget - inputs.fixed) // 2)
-    task_item, task_row, task_chain, first_task = plan_tasks(rows, split)
+        split = chained_items(rows, widths, split_cells, resident, (budget - inputs.fixed) // 2, ROWS16)
+    # ROWS16 read now, not as a default bound at import: scripts/search-bench times other R.
+    task_item, task_row, task_chain, first_task = plan_tasks(rows, split, ROWS16)
     chain_widths = widths[split]
     chain_row_offsets = np.zeros(len(chain_widths) + 1, dtype=np.int64)
     np.cumsum(2 * 32 * chain_widths, out=chain_row_offsets[1:])

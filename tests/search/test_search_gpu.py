@@ -131,6 +131,18 @@ def test_random_proteins_up_to_3000_residues_equal_cpu():
     assert (expected[0] == 0).all() and (expected[1:] > 0).any()
 
 
+def test_chained_tasks_follow_the_rows_per_sweep(monkeypatch):
+    """A chained task is one sweep of R rows, whatever R the 16-bit kernel is built with
+    (scripts/search-bench times R = 16 beside the default 32)."""
+    from gpualign_plugin.search import gpu as gpu_search
+
+    rng = np.random.default_rng(23)
+    queries = random_codes(rng, 20, [17, 40, 129, 500])
+    targets = random_codes(rng, 20, rng.integers(1, 1500, 150))
+    monkeypatch.setattr(gpu_search, "ROWS16", 16)
+    assert_same_scores(queries, targets, PROTEIN, ({"split_cells": 0}, {"split_cells": 10_000}))
+
+
 def test_dna_both_strands_and_scores_near_zero_equal_cpu():
     rng = np.random.default_rng(5)
     queries = random_codes(rng, 4, [1, 5, 33, 150, 500])
