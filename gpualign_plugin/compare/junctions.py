@@ -251,15 +251,14 @@ def grown_block(block, contig: np.ndarray, reference: np.ndarray, *, blocked: np
 
 
 def _identical_run(query: np.ndarray, q: int, q_step: int, target: np.ndarray, t: int, t_step: int, *,
-                  complement: bool = False, blocked: np.ndarray | None = None,
-                  target_blocked: np.ndarray | None = None) -> int:
+                  complement: bool, blocked: np.ndarray, target_blocked: np.ndarray | None) -> int:
     """How many pairs ``(q + i q_step, t + i t_step)``, ``i = 0, 1, ...``, are identical bases
     (A, C, G, T; the contig's complemented when ``complement``) inside both sequences, stopping
     at a contig position that ``blocked`` marks or a reference position that ``target_blocked``
     marks."""
     n = 0
-    while 0 <= q < len(query) and 0 <= t < len(target) and query[q] < 4 \
-            and (blocked is None or not blocked[q]) and (target_blocked is None or not target_blocked[t]) \
+    while 0 <= q < len(query) and 0 <= t < len(target) and query[q] < 4 and not blocked[q] \
+            and (target_blocked is None or not target_blocked[t]) \
             and (3 - query[q] if complement else query[q]) == target[t]:
         n, q, t = n + 1, q + q_step, t + t_step
     return n

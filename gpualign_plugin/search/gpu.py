@@ -165,8 +165,8 @@ def chained_items(item_rows: np.ndarray, item_widths: np.ndarray, split_cells: i
     warps : int
         Warps resident at once (one per block of the 16-bit kernel).
     room : int
-        Bytes of device memory the chains may take (:func:`chain_bytes`); the largest
-        items are chained first, as many as fit.
+        Bytes of device memory the chains may take (:func:`chain_bytes`): items are chained
+        in order, largest first, until the next one would not fit.
 
     Returns
     -------
