@@ -40,12 +40,7 @@ from numba import njit, prange
 
 from gpualign_plugin.model import RUN_OPS, Cigar
 from gpualign_plugin.runtime.lanes import add, maximum
-from gpualign_plugin.scoring import NEG_INF
-
-LOCAL, GLOBAL, SEMIGLOBAL = 0, 1, 2
-"""Mode codes used by the kernels."""
-MODE_CODES = {"local": LOCAL, "global": GLOBAL, "semiglobal": SEMIGLOBAL}
-"""The kernels' code of each mode, by the mode's name."""
+from gpualign_plugin.scoring import GLOBAL, LOCAL, NEG_INF, SEMIGLOBAL
 
 STATE_H, STATE_E, STATE_F = 0, 1, 2
 """Traceback states."""

@@ -70,7 +70,7 @@ class Cigar:
         return cls.from_runs(runs)
 
     def __str__(self) -> str:
-        return "".join(f"{n}{op}" for n, op in self.runs) if self.runs else "*"
+        return "".join([f"{n}{op}" for n, op in self.runs]) if self.runs else "*"
 
     def __len__(self) -> int:
         return len(self.runs)

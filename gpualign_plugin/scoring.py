@@ -42,6 +42,12 @@ PROTEIN_LETTERS = "ARNDCQEGHILKMFPSTWYVBZXUO*"
 NEG_INF = -(1 << 30)
 """The engines' minus infinity for impossible states; far from int32 overflow when decremented."""
 
+LOCAL, GLOBAL, SEMIGLOBAL = 0, 1, 2
+"""Alignment mode codes, as every kernel (CPU and GPU) takes them."""
+MODE_CODES = {"local": LOCAL, "global": GLOBAL, "semiglobal": SEMIGLOBAL}
+"""The kernels' code of each mode, by the mode's name. Here, not in the Numba module
+:mod:`gpualign_plugin.gotoh`, so that GPU paths name modes without importing Numba."""
+
 NUCLEOTIDE_LIKE = frozenset("ACGTUN")
 """Letters :func:`looks_like_nucleotide` counts (either case)."""
 

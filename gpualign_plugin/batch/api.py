@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
-from gpualign_plugin import gotoh
-from gpualign_plugin.batch import cpu
 from gpualign_plugin.batch.columns import (SequencePairs, columns_from_pairs, empty_columns,
                                            merge_columns, take_columns)
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, AlignmentColumns, PairAlignment, PairScore
 from gpualign_plugin.pairwise import api as pairwise
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import MODE_CODES, ScoringScheme
 
 CPU_CHUNK_PAIRS = 4096
 """Pairs :func:`align_columns` hands the CPU kernel at once (paces the progress reports)."""
@@ -29,13 +26,13 @@ CPU_CHUNK_PAIRS = 4096
 
 def _check_batch(pairs: SequencePairs, scheme: ScoringScheme, mode: str) -> int:
     """The mode's kernel code, once the mode and the score range of the longest pair are checked."""
-    if mode not in gotoh.MODE_CODES:
-        raise ValueError(f"mode must be one of {tuple(gotoh.MODE_CODES)}, got {mode!r}")
+    if mode not in MODE_CODES:
+        raise ValueError(f"mode must be one of {tuple(MODE_CODES)}, got {mode!r}")
     if len(pairs):
         # The bound grows with m + n: the pair with the largest sum is the one to check.
         k = int(np.argmax(pairs.query_lengths + pairs.target_lengths))
         scheme.check_score_range(int(pairs.query_lengths[k]), int(pairs.target_lengths[k]))
-    return gotoh.MODE_CODES[mode]
+    return MODE_CODES[mode]
 
 
 def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
@@ -43,6 +40,8 @@ def score_batch(pairs, scheme: ScoringScheme, mode: str) -> list[PairScore]:
 
     Uses ``numba.get_num_threads()`` threads; the result is in the order of ``pairs``.
     """
+    from gpualign_plugin.batch import cpu
+
     packed = SequencePairs.from_list(list(pairs))
     mode_code = _check_batch(packed, scheme, mode)
     matrix = np.ascontiguousarray(scheme.matrix, dtype=np.int32)
@@ -99,6 +98,10 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, backen
         return _align_columns_gpu(pairs, scheme, mode, device, memory_budget, progress, profile)
     if backend != "cpu":
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    import numba  # the CPU engine's: a GPU batch (a GPU search's hits) loads no Numba
+
+    from gpualign_plugin.batch import cpu
+
     matrix = np.ascontiguousarray(scheme.matrix, dtype=np.int32)
     identity = np.array(scheme.match_mismatch() or (), dtype=np.int32)
     parts = []
@@ -239,13 +242,6 @@ def align_batch(pairs, scheme: ScoringScheme, mode: str, backend: str = "cpu",
         raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     return align_columns(SequencePairs.from_list(list(pairs)), scheme, mode,
                          progress=progress).pairs()
-
-
-def load_packing() -> None:
-    """Load the packing of the GPU kernel's pairs (:meth:`SequencePairs.packed_queries`, Numba):
-    the search engine calls this once, on a background thread during its score pass
-    (:mod:`gpualign_plugin.runtime.warm`), whose top hits :func:`align_batch` aligns next."""
-    SequencePairs.from_list([(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8))]).packed_queries()
 
 
 def align_batch_gpu(pairs, scheme: ScoringScheme, mode: str, device: int = 0,

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpualign_plugin import gotoh
 from gpualign_plugin.batch.columns import SequencePairs, empty_columns, merge_columns
 from gpualign_plugin.model import AlignmentColumns, PairAlignment
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.kernels import GpuMemoryError
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import MODE_CODES, ScoringScheme
 
 _SOURCE = "batch/batch.cu"
 _KERNEL = "batch_align"
@@ -126,7 +125,7 @@ def align_columns(pairs: SequencePairs, scheme: ScoringScheme, mode: str, device
     count = len(pairs)
     if not count:
         return empty_columns()
-    mode_code = gotoh.MODE_CODES[mode]
+    mode_code = MODE_CODES[mode]
     m, n = pairs.query_lengths, pairs.target_lengths
     if (m < 1).any() or (n < 1).any() or (m * n > MAX_PAIR_CELLS).any():
         raise ValueError("the batch GPU kernel takes pairs of 1 to MAX_PAIR_CELLS cells")

@@ -76,10 +76,9 @@ def blast_line(hit) -> str:
         sstart, send = a.target_end, a.target_start + 1
     else:
         sstart, send = a.target_start + 1, a.target_end
-    fields = (a.query_id, a.target_id, f"{100.0 * a.identity:.3f}", a.columns, a.mismatches,
-              a.gap_opens, a.query_start + 1, a.query_end, sstart, send,
-              format_evalue(hit.evalue), format_bit_score(hit.bit_score))
-    return "\t".join(str(f) for f in fields)
+    return (f"{a.query_id}\t{a.target_id}\t{100.0 * a.identity:.3f}\t{a.columns}\t{a.mismatches}\t"
+            f"{a.gap_opens}\t{a.query_start + 1}\t{a.query_end}\t{sstart}\t{send}\t"
+            f"{format_evalue(hit.evalue)}\t{format_bit_score(hit.bit_score)}")
 
 
 def write_blast_tab(path_or_handle: Union[str, os.PathLike, IO[str]], hits: Iterable) -> None:
@@ -150,7 +149,6 @@ def hits_tsv_header(result, scheme) -> str:
 def hits_tsv_line(hit) -> str:
     """One line (no newline) of the hits TSV for a finished hit."""
     a = hit.alignment
-    fields = (a.query_id, a.target_id, a.query_length, a.target_length, a.strand, a.score,
-              f"{hit.bit_score:.1f}", f"{hit.evalue:.3e}", a.query_start, a.query_end,
-              a.target_start, a.target_end, a.cigar)
-    return "\t".join(str(f) for f in fields)
+    return (f"{a.query_id}\t{a.target_id}\t{a.query_length}\t{a.target_length}\t{a.strand}\t"
+            f"{a.score}\t{hit.bit_score:.1f}\t{hit.evalue:.3e}\t{a.query_start}\t{a.query_end}\t"
+            f"{a.target_start}\t{a.target_end}\t{a.cigar}")

@@ -29,7 +29,7 @@ _SAM_BASES = "=ACMGRSVTWYHKDBN"
 
 
 @njit(cache=True, parallel=True)
-def gather_segments(data, starts, counts):
+def gather_segments_parallel(data, starts, counts):
     """Segments ``data[starts[k]:starts[k] + counts[k]]`` back to back.
 
     Returns ``(out, offsets)``: segment ``k`` is ``out[offsets[k]:offsets[k + 1]]``.
@@ -116,7 +116,7 @@ class AlignmentTable:
     def take(self, rows: np.ndarray) -> "AlignmentTable":
         """The rows ``rows`` (an index array), in that order."""
         rows = np.asarray(rows, dtype=np.int64)
-        runs, offsets = gather_segments(self.runs, self.run_offsets[rows],
+        runs, offsets = gather_segments_parallel(self.runs, self.run_offsets[rows],
                                         np.diff(self.run_offsets)[rows])
         picked = {name: getattr(self, name)[rows] for name in (
             "query_index", "target_index", "query_length", "target_length", "query_start",

@@ -33,7 +33,7 @@ import numpy as np
 from gpualign_plugin import gotoh as kernels
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
 from gpualign_plugin.pairwise.modes import checked_pair
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import MODE_CODES, ScoringScheme
 from gpualign_plugin.striped import striped_score
 from gpualign_plugin.traceback.checkpoint import Cursor, checkpointed_traceback
 
@@ -42,7 +42,7 @@ DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
 def _prepare(query_codes, target_codes, scheme: ScoringScheme, mode: str):
     q, t = checked_pair(query_codes, target_codes, scheme, mode)
-    return q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32), kernels.MODE_CODES[mode]
+    return q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32), MODE_CODES[mode]
 
 
 STRIPED_MIN_CELLS = 10_000

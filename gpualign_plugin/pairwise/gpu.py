@@ -55,7 +55,7 @@ from gpualign_plugin.pairwise.modes import checked_pair
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.gpu import probe
 from gpualign_plugin.runtime.warm import load_in_background
-from gpualign_plugin.scoring import NEG_INF, ScoringScheme
+from gpualign_plugin.scoring import MODE_CODES, NEG_INF, ScoringScheme
 
 WARPS_PER_BLOCK = 4
 RING_BYTES = 64 + 64 * 8
@@ -1633,7 +1633,6 @@ class _Traceback:
         self.ops = np.empty(sweep.m + sweep.n, dtype=np.uint8)
         self.pos = 0
         self.traced: _TracedScore | None = None  # set by the caller before a walk
-        from gpualign_plugin.gotoh import MODE_CODES
         from gpualign_plugin.pairwise.gpu_walk import trace_chunk  # loaded by warm_walk meanwhile
 
         self.mode_code = MODE_CODES[sweep.mode]

@@ -32,8 +32,6 @@ whole database's size, so one job and merged shards give the same numbers.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
@@ -42,7 +40,6 @@ import numpy as np
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Hit, SearchResult
 from gpualign_plugin.pairwise.api import align_sequences, strand_signs
-from gpualign_plugin.runtime.warm import load_in_background
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.statistics import (ScoreHistogram, parameters_for, primary_mapq,
                                         published_parameters)
@@ -288,26 +285,10 @@ def _scan_chunks(oriented, query_lengths, chunks, scheme, top, n_strands, histog
     return kept, records
 
 
-@functools.lru_cache(maxsize=1)
-def _warm_batch_engine() -> threading.Thread:
-    """Import the batch engine and load its pair packing (Numba) on a background thread, once
-    per process: the GPU score pass starts it, and its top hits are aligned by that engine next
-    (:mod:`gpualign_plugin.runtime.warm`). Numba's import is part of the load: nothing on a GPU
-    search's way to the device imports it."""
-    return load_in_background("packing", _load_batch_engine)
-
-
-def _load_batch_engine() -> None:
-    from gpualign_plugin.batch.api import load_packing
-
-    load_packing()
-
-
 def _gpu_top(oriented, database, span, scheme, top, n_strands, devices, on_progress):
     """Each query's ``top`` ranked candidates over both strands, selected on the GPU(s)."""
     from gpualign_plugin.search import gpu as gpu_search
 
-    _warm_batch_engine()
     order = database.order[(database.order >= span[0]) & (database.order < span[1])]
     found = gpu_search.top_hits(oriented, database.codes, database.offsets, order, scheme, top,
                                 devices, on_progress)
@@ -346,6 +327,14 @@ def _record_chunks(database: Iterable[tuple[int, Sequence]], chunk_residues: int
                [record.codes for _, record in chunk], [record for _, record in chunk])
 
 
+def _cpu_threads() -> int:
+    """The CPU engine's thread count (``--threads``, set in Numba); Numba is imported only here,
+    for the CPU's long hits, so that a GPU search loads none."""
+    import numba
+
+    return max(1, numba.get_num_threads())
+
+
 BATCH_CELLS = 1 << 24
 """On the CPU backend, hits of at most this many cells (query x target residues) are aligned
 together by :func:`gpualign_plugin.batch.api.align_batch` (one full direction matrix per pair,
@@ -373,8 +362,6 @@ def _aligned_by_query(jobs, queries, oriented, n_strands, targets, scheme, signs
     (:data:`STREAM_PAIRS`), the next block aligned on a helper thread while the caller consumes
     this one. Every alignment must score what the score pass found (RuntimeError otherwise).
     """
-    import numba
-
     from gpualign_plugin.batch import api as batch
     from gpualign_plugin.pairwise.api import alignment_of
 
@@ -401,7 +388,7 @@ def _aligned_by_query(jobs, queries, oriented, n_strands, targets, scheme, signs
         return dict(zip(shorts, batch.align_batch(pairs, scheme, "local", backend, device)))
 
     # The pairwise kernels release the GIL: long hits align on the CPU threads meanwhile.
-    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool, \
+    with ThreadPoolExecutor(max_workers=_cpu_threads() if long else 1) as pool, \
             ThreadPoolExecutor(max_workers=1) as batcher:
         try:
             pending = {k: pool.submit(align, k) for k in long}
@@ -512,7 +499,6 @@ def finish_hits(result: SearchResult, hits: list[Hit], parameters) -> list[Hit]:
     primary with MAPQ from :func:`~gpualign_plugin.statistics.primary_mapq` (best against
     second-best score); the others are secondary with MAPQ 0.
     """
-    lengths = dict(enumerate(length for _, length in result.queries))
     finished = []
     for k, hit in enumerate(hits):
         first = k == 0 or hits[k - 1].query_index != hit.query_index
@@ -526,7 +512,7 @@ def finish_hits(result: SearchResult, hits: list[Hit], parameters) -> list[Hit]:
         alignment = dataclasses.replace(hit.alignment, is_primary=first, mapq=mapq)
         finished.append(Hit(hit.query_index, hit.target_index, alignment,
                             parameters.bit_score(alignment.score),
-                            parameters.evalue(alignment.score, lengths[hit.query_index],
+                            parameters.evalue(alignment.score, result.queries[hit.query_index][1],
                                               result.database_residues, result.database_sequences,
                                               alignment.target_length)))
     return finished

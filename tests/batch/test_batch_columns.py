@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from gpualign_plugin.batch.api import align_batch_strands, align_columns, align_strands_columns
-from gpualign_plugin.batch.columns import SequencePairs
+from gpualign_plugin.batch import columns
+from gpualign_plugin.batch.columns import SequencePairs, gather_segments
 from gpualign_plugin.cli.main import main
+from gpualign_plugin.io.columnar import gather_segments_parallel
 from gpualign_plugin.io.fasta import read_fasta, read_fasta_arrays
 from gpualign_plugin.io.paf import write_paf
 from gpualign_plugin.io.sam import write_alignments
@@ -35,6 +37,26 @@ TSV_HEADER = "qid\ttid\tscore\tqstart\tqend\ttstart\ttend\tcigar\tstrand\n"
 
 def random_codes(rng, letters, lengths):
     return [rng.integers(0, letters, length).astype(np.uint8) for length in lengths]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32])
+def test_numpy_gather_equals_the_parallel_kernel_and_large_gathers_take_the_kernel(dtype, monkeypatch):
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 200, 5000).astype(dtype)
+    counts = rng.integers(0, 40, 300)
+    counts[[0, 7, -1]] = 0  # empty segments, first and last among them
+    starts = rng.integers(0, len(data) - 40, 300)
+    starts[10:20] = starts[9]  # repeated and overlapping segments
+    expected = [data[s:s + c] for s, c in zip(starts, counts)]
+    for threshold in (columns.NUMPY_GATHER_ELEMENTS, 0):  # NumPy, then the kernel
+        monkeypatch.setattr(columns, "NUMPY_GATHER_ELEMENTS", threshold)
+        out, offsets = gather_segments(data, starts, counts)
+        assert out.dtype == dtype and offsets[-1] == counts.sum()
+        assert [out[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [e.tolist() for e in expected]
+        kernel_out, kernel_offsets = gather_segments_parallel(data, starts.astype(np.int64), counts.astype(np.int64))
+        assert np.array_equal(out, kernel_out) and np.array_equal(offsets, kernel_offsets)
+    out, offsets = gather_segments(data, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert len(out) == 0 and out.dtype == dtype and offsets.tolist() == [0]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -254,6 +256,27 @@ def test_cli_gpu_outputs_equal_cpu_byte_for_byte(tmp_path):
     stats = json.loads((tmp_path / "gpu.json").read_text())
     assert stats["engine"] == "gpu" and stats["peak_gpu_memory_bytes"] > 0
     assert stats["cells"] == json.loads((tmp_path / "cpu.json").read_text())["cells"]
+
+
+def test_a_gpu_search_of_a_prepared_database_loads_no_numba_and_equals_cpu(tmp_path):
+    """The whole command as its own process, ``-X importtime``: hits packed with NumPy, aligned on the device."""
+    query = os.path.join(ROOT, "resources", "proteins", "queries.fa")
+    db = tmp_path / "db.gadb"
+    assert main(["makedb", "--db", os.path.join(ROOT, "resources", "proteins", "database.fa"),
+                 "--out", str(db)]) == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpualign_plugin.cli.main", "search",
+                           "-q", query, "-d", str(db), "--backend", "gpu", "--out-blast", str(tmp_path / "gpu.m8"),
+                           "--out-tsv", str(tmp_path / "gpu.tsv")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "gpualign_plugin.search.gpu" in imported and "gpualign_plugin.batch.gpu" in imported
+    assert "numba" not in imported
+    assert main(["search", "-q", query, "-d", str(db), "--backend", "cpu", "--out-blast", str(tmp_path / "cpu.m8"),
+                 "--out-tsv", str(tmp_path / "cpu.tsv")]) == 0
+    for suffix in ("m8", "tsv"):
+        assert (tmp_path / f"cpu.{suffix}").read_bytes() == (tmp_path / f"gpu.{suffix}").read_bytes()
 
 
 def _ranked(scores, indices, top):

@@ -1,9 +1,9 @@
 """A GPU search reaches the device without importing Numba (docs/GPU.md, "Start-up").
 
-Numba's import costs about 0.3 s; a GPU search needs Numba only after its score pass (to pack
-the top hits for the batch aligner), so it loads it on a background thread while the device
-scans. These tests run the host steps of a GPU search up to the scan in a fresh interpreter and
-check which modules it loaded.
+Numba's import and first call cost about a second of CPU time; a GPU search of a prepared
+database loads none (its top hits are packed with NumPy and aligned on the device:
+tests/search/test_search_gpu.py runs the whole command). These tests run the host steps of a
+GPU search up to the scan in a fresh interpreter and check which modules it loaded.
 """
 
 from __future__ import annotations
