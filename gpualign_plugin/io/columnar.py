@@ -117,7 +117,7 @@ class AlignmentTable:
         """The rows ``rows`` (an index array), in that order."""
         rows = np.asarray(rows, dtype=np.int64)
         runs, offsets = gather_segments_parallel(self.runs, self.run_offsets[rows],
-                                        np.diff(self.run_offsets)[rows])
+                                                 np.diff(self.run_offsets)[rows])
         picked = {name: getattr(self, name)[rows] for name in (
             "query_index", "target_index", "query_length", "target_length", "query_start",
             "query_end", "target_start", "target_end", "minus", "score", "primary", "mapq")}
