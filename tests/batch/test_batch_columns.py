@@ -10,6 +10,8 @@ queries in several pairs, protein).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -40,23 +42,32 @@ def random_codes(rng, letters, lengths):
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint32])
-def test_numpy_gather_equals_the_parallel_kernel_and_large_gathers_take_the_kernel(dtype, monkeypatch):
+def test_numpy_gather_equals_the_parallel_kernel(dtype):
     rng = np.random.default_rng(5)
     data = rng.integers(0, 200, 5000).astype(dtype)
     counts = rng.integers(0, 40, 300)
     counts[[0, 7, -1]] = 0  # empty segments, first and last among them
     starts = rng.integers(0, len(data) - 40, 300)
     starts[10:20] = starts[9]  # repeated and overlapping segments
-    expected = [data[s:s + c] for s, c in zip(starts, counts)]
-    for threshold in (columns.NUMPY_GATHER_ELEMENTS, 0):  # NumPy, then the kernel
-        monkeypatch.setattr(columns, "NUMPY_GATHER_ELEMENTS", threshold)
-        out, offsets = gather_segments(data, starts, counts)
+    expected = [data[s:s + c].tolist() for s, c in zip(starts, counts)]
+    results = [columns._gather_with_numpy(data, starts, counts), gather_segments(data, starts, counts),
+               gather_segments_parallel(data, starts, counts)]
+    for out, offsets in results:
         assert out.dtype == dtype and offsets[-1] == counts.sum()
-        assert [out[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [e.tolist() for e in expected]
-        kernel_out, kernel_offsets = gather_segments_parallel(data, starts.astype(np.int64), counts.astype(np.int64))
-        assert np.array_equal(out, kernel_out) and np.array_equal(offsets, kernel_offsets)
-    out, offsets = gather_segments(data, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    assert len(out) == 0 and out.dtype == dtype and offsets.tolist() == [0]
+        assert [out[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+    empty = np.zeros(0, np.int64)
+    for out, offsets in (columns._gather_with_numpy(data, empty, empty), gather_segments(data, empty, empty)):
+        assert len(out) == 0 and out.dtype == dtype and offsets.tolist() == [0]
+
+
+def test_a_small_gather_without_numba_loaded_does_not_load_it():
+    code = ("import sys, numpy as np\n"
+            "from gpualign_plugin.batch.columns import SequencePairs\n"
+            "pairs = SequencePairs.from_list([(np.arange(5, dtype=np.uint8), np.arange(3, dtype=np.uint8))] * 4)\n"
+            "queries, offsets = pairs.packed_queries()\n"
+            "print(queries.tolist() == list(range(5)) * 4, ','.join(map(str, offsets)), 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "0,5,10,15,20", "False"]
 
 
 @pytest.mark.parametrize("mode", MODES)
