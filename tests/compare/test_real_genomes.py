@@ -370,3 +370,44 @@ def test_a_deletion_with_microhomology_at_its_edges_gives_every_dnadiff_row(tmp_
     if shutil.which("dnadiff"):
         theirs = dnadiff_of(tmp_path)
         assert {label: ours[label] for label in theirs} == theirs
+
+
+def test_a_scaffold_gap_in_an_assembly_of_both_strands_is_aligned_up_to_its_edge(tmp_path):
+    """RaTG13 as four contigs against Wuhan-Hu-1: its first 9 kbp; the next 8 kbp reverse
+    complemented; the rest with 200 bases replaced by Ns (a scaffold gap) and 3 kbp soft-masked;
+    and 5 kbp of lambda (unrelated). The lambda contig stays unaligned, and every report row
+    equals dnadiff's (MUMmer 3.23, measured) except those of the 13 bases right after the N run
+    (reference 22,204-22,216, in the spike's receptor-binding domain). There the exact alignment
+    of the region reaches the gap: the bases align without a gap with 4 substitutions, real
+    differences between the two viruses. nucmer starts its alignment at 22,217 and minimap2
+    ``-x asm20`` at 22,216 (0-based), so dnadiff aligns 13 reference bases fewer and counts
+    4 SNPs fewer (1,120 against 1,124); every SNP of its is one of ours."""
+    bat = "".join(open(os.path.join(CORONAVIRUSES, "ratg13.fa")).read().split("\n", 1)[1].split())
+    contigs = [bat[:9000], reverse_complement_text(bat[9000:17000]),
+               bat[17000:22000] + "N" * 200 + bat[22200:25200].lower() + bat[25200:],
+               lambda_genome()[10000:15000]]
+    (tmp_path / "c.fa").write_text("".join(f">ctg{k + 1}\n{c}\n" for k, c in enumerate(contigs)))
+    shutil.copy(WUHAN_HU_1, tmp_path / "ref.fa")
+    subprocess.run(MAIN + ["compare", "-q", str(tmp_path / "c.fa"), "-t", str(tmp_path / "ref.fa"),
+                           "-p", str(tmp_path / "ga"), "--backend", "cpu"], check=True, capture_output=True)
+    ours = report_rows(tmp_path / "ga.report")
+    expected = {"AlignedSeqs": ("1(100.00%)", "3(75.00%)"), "AlignedBases": ("29675(99.24%)", "29655(85.08%)"),
+                "1-to-1": ("4", "4"), "Breakpoints": ("7", "2"), "Translocations": ("2", "0"),
+                "Inversions": ("0", "0"), "TotalSNPs": ("1124", "1124"), "TotalGSNPs": ("231", "231"),
+                "TotalIndels": ("24", "24")}
+    assert {label: ours[label] for label in expected} == expected
+    records = [line.split("\t") for line in open(tmp_path / "ga.vcf") if not line.startswith("#")]
+    snps = [int(r[1]) for r in records if len(r[3]) == len(r[4]) == 1]
+    assert len(snps) == 1124
+    assert [p for p in snps if 22204 <= p <= 22216] == [22210, 22213, 22215, 22216]
+    with pysam.AlignmentFile(str(tmp_path / "ga.bam")) as bam:
+        assert [r.is_unmapped for r in bam if r.query_name == "ctg4"] == [True]
+    if shutil.which("dnadiff"):
+        theirs = dnadiff_of(tmp_path)
+        edge = {"AlignedBases", "UnalignedBases", "InsertionSum", "InsertionAvg", "TotalSNPs", *NEAR}
+        substitution_classes = {a + b for a in "ACGT" for b in "ACGT" if a != b}
+        assert {label for label in theirs if ours[label] != theirs[label]} <= edge | substitution_classes
+        assert 0 < number(ours["AlignedBases"][0]) - number(theirs["AlignedBases"][0]) <= 13
+        fields = [line.split() for line in open(tmp_path / "dd.snps")]
+        their_snps = {int(f[0]) for f in fields if len(f) > 3 and f[1] != "." and f[2] != "."}
+        assert their_snps <= set(snps) and all(22204 <= p <= 22216 for p in set(snps) - their_snps)
