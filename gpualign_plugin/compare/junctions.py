@@ -251,7 +251,7 @@ def grown_block(block, contig: np.ndarray, reference: np.ndarray, *, blocked: np
 
 
 def _identical_run(query: np.ndarray, q: int, q_step: int, target: np.ndarray, t: int, t_step: int, *,
-                  complement: bool, blocked: np.ndarray, target_blocked: np.ndarray | None) -> int:
+                   complement: bool, blocked: np.ndarray, target_blocked: np.ndarray | None) -> int:
     """How many pairs ``(q + i q_step, t + i t_step)``, ``i = 0, 1, ...``, are identical bases
     (A, C, G, T; the contig's complemented when ``complement``) inside both sequences, stopping
     at a contig position that ``blocked`` marks or a reference position that ``target_blocked``

@@ -352,8 +352,9 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
 def _warm_cupyx() -> threading.Thread:
     """Load cupyx on a background thread, once per process (:mod:`gpualign_plugin.runtime.warm`).
 
-    CuPy imports cupyx lazily, at its first reduction: here the overflow check after the scan,
-    0.45-0.67 s measured on an H200. :func:`top_hits` starts this before the scan.
+    CuPy imports cupyx (SciPy's sparse module with it) at the first elementwise operation or
+    reduction of a process, not at import: here the overflow check after the scan, 0.45-0.67 s
+    measured on an H200. :func:`top_hits` starts this before the scan.
     """
     return load_in_background("cupyx", _load_cupyx)
 
