@@ -62,25 +62,28 @@ def compile_options(compute_capability: tuple) -> tuple:
 
 
 @functools.lru_cache(maxsize=None)
-def _module(source: str, compute_capability: tuple, name: str):
+def _module(source: str, compute_capability: tuple, template: str | None):
     import cupy
 
     return cupy.RawModule(code=_source(source), options=compile_options(compute_capability),
-                          name_expressions=(name,))
+                          name_expressions=(template,) if template else ())
 
 
 def get_kernel(device: int, source: str, name: str, compute_capability: tuple | None = None):
-    """The compiled kernel ``name`` (a template instance) of the package file ``source`` for ``device``.
+    """The compiled kernel ``name`` (a template instance or an ``extern "C"`` kernel) of the package
+    file ``source`` for ``device``.
 
-    Each instance is compiled on first use, once per process (and found in CuPy's
-    disk cache after that), so a run pays only for the variants it launches.
+    Each template instance is compiled on first use, once per process (and found in CuPy's
+    disk cache after that), so a run pays only for the variants it launches; the ``extern "C"``
+    kernels of a file share one module, loaded once (a search runs four of them).
     ``compute_capability`` overrides the device's for the choice of options (the
     benchmarks build the non-DPX variant on a Hopper GPU this way).
     """
     from gpualign_plugin.runtime.gpu import probe
 
     capability = compute_capability or probe(device).compute_capability
-    return _module(source, tuple(capability), name).get_function(name)
+    template = name if "<" in name else None
+    return _module(source, tuple(capability), template).get_function(name)
 
 
 def resident_blocks(kernel, threads: int, shared_bytes: int, device: int) -> int:
