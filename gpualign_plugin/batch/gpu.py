@@ -33,6 +33,7 @@ from gpualign_plugin.scoring import MODE_CODES, ScoringScheme
 
 _SOURCE = "batch/batch.cu"
 _KERNEL = "batch_align"
+_FORWARD = "forward_runs"
 WARPS_PER_BLOCK = 4
 MAX_PAIR_CELLS = 1 << 26
 """Largest ``m * n`` aligned here (32 MiB of direction codes); larger pairs go to the long-pair
@@ -195,7 +196,7 @@ def _start(pairs, kernel, matrix, scheme, mode_code, profile):
     blocks = -(-count // WARPS_PER_BLOCK)
     events = (cupy.cuda.Event(), cupy.cuda.Event()) if profile is not None else None
     arguments = (cupy.asarray(queries), cupy.asarray(q_offsets), cupy.asarray(targets),
-                 cupy.asarray(t_offsets), cupy.arange(count, dtype=cupy.int32),
+                 cupy.asarray(t_offsets), cupy.asarray(np.arange(count, dtype=np.int32)),
                  cupy.asarray(rows.astype(np.int32)), cupy.asarray(dir_offsets), device_run_offsets,
                  boundary, cupy.asarray(boundary_offsets), dirs, runs, out, np.int32(count), matrix,
                  np.int32(scheme.matrix.shape[0]), np.int32(scheme.gap_open),
@@ -213,22 +214,18 @@ def _finish(running, profile) -> AlignmentColumns:
     """Wait for a launch of :func:`_start` and bring its results back, each pair's runs in forward order."""
     import cupy
 
-    out, runs, run_offsets, events, count = running
+    out, runs, slot_offsets, events, count = running
     kernels.synchronize(f"aligning {count} pairs")
     if profile is not None:
         profile["kernel_seconds"] = profile.get("kernel_seconds", 0.0) + \
             cupy.cuda.get_elapsed_time(*events) / 1000
         profile["launches"] = profile.get("launches", 0) + 1
-    # The kernel wrote each pair's runs end to start at its slot; keep only the runs, forwards.
-    counts = out[:, 5].astype(cupy.int64)
-    ends = cupy.cumsum(counts)
-    total = int(ends[-1])
-    position = cupy.arange(total, dtype=cupy.int64)
-    pair = cupy.searchsorted(ends, position, side="right")
-    within = position - (ends - counts)[pair]
-    forward = runs[run_offsets[pair] + counts[pair] - 1 - within]
     host = out.get().astype(np.int64)
     run_offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(host[:, 5], out=run_offsets[1:])
+    forward = cupy.empty(max(1, int(run_offsets[-1])), dtype=cupy.uint32)
+    kernels.launch(kernels.get_kernel(cupy.cuda.Device().id, _SOURCE, _FORWARD), _FORWARD, count, 32,
+                   (runs, slot_offsets, cupy.asarray(run_offsets), forward, np.int32(count)), 0,
+                   f"{count} pairs, {int(run_offsets[-1])} runs")
     return AlignmentColumns(host[:, 0].copy(), host[:, 1].copy(), host[:, 2].copy(), host[:, 3].copy(),
-                            host[:, 4].copy(), forward.get(), run_offsets)
+                            host[:, 4].copy(), forward.get()[:run_offsets[-1]], run_offsets)

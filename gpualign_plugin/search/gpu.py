@@ -49,7 +49,6 @@ must fit the rest, and the grid shrinks to what fits.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -59,7 +58,6 @@ import numpy as np
 from gpualign_plugin.pairwise import api as pairwise
 from gpualign_plugin.runtime import kernels
 from gpualign_plugin.runtime.kernels import GpuMemoryError
-from gpualign_plugin.runtime.warm import load_in_background
 from gpualign_plugin.scoring import NEG_INF, ScoringScheme
 from gpualign_plugin.search import layout
 
@@ -95,6 +93,8 @@ WHOLE_UPLOAD_SHARE = 8
 """A part is packed from an upload of the whole database when its codes take at most this
 fraction (1/8) of the free device memory: one copy, no gather on the host (a part of a larger
 database uploads only its records)."""
+SELECT_THREADS = 512
+"""Threads per block of the selection kernels run after the scan (``SELECT_THREADS`` of search.cu)."""
 _SOURCE = "search/search.cu"
 _KERNEL = f"search_inter<{ROWS_PER_THREAD}>"
 
@@ -318,7 +318,6 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
     """
     if not queries or len(order) == 0:
         return [(np.empty(0, np.int32), np.empty(0, np.int64)) for _ in queries]
-    _warm_cupyx()
     lengths = np.diff(offsets)
     scheme.check_score_range(max(len(q) for q in queries), int(lengths[order].max()))
     rows = _batch_rows(order)
@@ -346,23 +345,6 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
         found = [item for items in pool.map(lambda job: run(*job), jobs) for item in items]
     return [(np.concatenate([part[q][0] for part in found]),
              np.concatenate([part[q][1] for part in found])) for q in range(len(queries))]
-
-
-@functools.lru_cache(maxsize=1)
-def _warm_cupyx() -> threading.Thread:
-    """Load cupyx on a background thread, once per process (:mod:`gpualign_plugin.runtime.warm`).
-
-    CuPy imports cupyx (SciPy's sparse module with it) at the first elementwise operation or
-    reduction of a process, not at import: here the overflow check after the scan, 0.45-0.67 s
-    measured on an H200. :func:`top_hits` starts this before the scan.
-    """
-    return load_in_background("cupyx", _load_cupyx)
-
-
-def _load_cupyx() -> None:
-    import cupyx
-
-    getattr(cupyx, "errstate")  # the first attribute runs CuPy's lazily loaded module
 
 
 def _batch_rows(order: np.ndarray) -> np.ndarray:
@@ -454,21 +436,31 @@ def _parts(batches: np.ndarray, widths: np.ndarray, n_queries: int, memory_budge
 
 
 def _device_top(scores, lane_target: np.ndarray, top: int, device: int) -> list:
-    """Per query, the scores and record indices of the lanes at or above its ``top``-th best score."""
+    """Per query, the scores and record indices of the lanes at or above its ``top``-th best score
+    (and above 0), unordered: ``top_floor`` and ``collect_candidates`` of search.cu."""
     import cupy as cp
 
+    n_queries, n_lanes = scores.shape
     with cp.cuda.Device(device):
-        n_queries, n_lanes = scores.shape
-        floor = cp.ones(n_queries, dtype=cp.int32)
-        if n_lanes > top:
-            kth = cp.partition(scores, n_lanes - top, axis=1)[:, n_lanes - top]
-            floor = cp.maximum(kth, floor)
-        rows, lanes = cp.nonzero(scores >= floor[:, None])
-        values = scores[rows, lanes].get()
-        rows, lanes = rows.get(), lanes.get()
-    bounds = np.searchsorted(rows, np.arange(n_queries + 1))
-    indices = lane_target[lanes]
-    return [(values[bounds[q]:bounds[q + 1]], indices[bounds[q]:bounds[q + 1]]) for q in range(n_queries)]
+        floors = cp.empty(n_queries, dtype=cp.int32)
+        counts = cp.empty(n_queries, dtype=cp.int32)
+        _launch(device, "top_floor", n_queries, SELECT_THREADS,
+                (scores, np.int64(n_lanes), np.int32(min(max(top, 1), n_lanes)), floors, counts))
+        starts = np.zeros(n_queries + 1, dtype=np.int64)
+        np.cumsum(counts.get(), out=starts[1:])
+        values = cp.empty(max(1, int(starts[-1])), dtype=cp.int32)
+        lanes = cp.empty(max(1, int(starts[-1])), dtype=cp.int64)
+        _launch(device, "collect_candidates", n_queries, SELECT_THREADS,
+                (scores, np.int64(n_lanes), floors, cp.asarray(starts), values, lanes))
+        values, lanes = values.get(), lanes.get()
+    indices = lane_target[lanes[:starts[-1]]]
+    return [(values[starts[q]:starts[q + 1]], indices[starts[q]:starts[q + 1]]) for q in range(n_queries)]
+
+
+def _launch(device: int, name: str, grid: int, block: int, args: tuple) -> None:
+    """Launch the search.cu kernel ``name`` on ``device`` (one of the small kernels run after the scan)."""
+    kernels.launch(kernels.get_kernel(device, _SOURCE, name), name, grid, block, args, 0,
+                   f"{args[0].shape[0]} queries x {args[0].shape[1]} lanes")
 
 
 def _scan(queries, part: _Part, scheme: ScoringScheme, device: int, on_progress, memory_budget,
@@ -490,8 +482,9 @@ def _scan(queries, part: _Part, scheme: ScoringScheme, device: int, on_progress,
             if use16:
                 _run_inter(inputs, scheme, inter_q, inter_b, device, memory_budget, True, progress,
                            split_cells)
-                flagged = (inputs.out.reshape(len(queries), len(part.widths), LANES) < 0).any(axis=2)
-                again_q, again_b = (a.get().astype(np.int32) for a in cp.nonzero(flagged))
+                flagged = cp.empty((len(queries), len(part.widths)), dtype=cp.uint8)
+                _launch(device, "flag_overflowed_items", flagged.size, LANES, (inputs.out, flagged))
+                again_q, again_b = (a.astype(np.int32) for a in np.nonzero(flagged.get()))
                 if len(again_q):
                     _run_inter(inputs, scheme, again_q, again_b, device, memory_budget, False, None)
             else:
@@ -508,7 +501,10 @@ def _scan(queries, part: _Part, scheme: ScoringScheme, device: int, on_progress,
                 progress.done(np.array([q]), np.array([b]))
             if pairs:
                 q, lane, score = (np.array(column) for column in zip(*pairs))
-                inputs.out[cp.asarray(q), cp.asarray(lane)] = cp.asarray(score.astype(np.int32))
+                _launch(device, "set_scores", -(-len(pairs) // 256), 256,
+                        (inputs.out, np.int64(inputs.out.shape[1]), cp.asarray(q.astype(np.int64)),
+                         cp.asarray(lane.astype(np.int64)), cp.asarray(score.astype(np.int32)),
+                         np.int32(len(pairs))))
     progress.finish()
     return inputs.out
 

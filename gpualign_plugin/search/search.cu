@@ -356,3 +356,101 @@ extern "C" __global__ void interleave_lanes(const unsigned char* __restrict__ co
         out[k] = j < lane_lengths[slot] ? codes[lane_starts[slot] + j] : pad_code;
     }
 }
+
+// After the scan. These replace CuPy's reductions, sorts and fancy indexing, whose first use in a
+// process imports cupyx (0.43 s on an H200, SciPy's sparse module with it). scores is the
+// (queries, n_lanes) int32 matrix of the scan; n_lanes is a multiple of 64.
+
+// flagged[q * n_batches + b] = 1 where a lane of batch b scored below 0 for query q (the 16-bit
+// kernel's mark of a score it could not hold). One block of 64 threads per (query, batch).
+extern "C" __global__ void __launch_bounds__(64) flag_overflowed_items(
+        const int* __restrict__ scores, unsigned char* __restrict__ flagged) {
+    const bool negative = scores[(long long)blockIdx.x * 64 + threadIdx.x] < 0;
+    const int any = __syncthreads_or(negative);
+    if (threadIdx.x == 0) flagged[blockIdx.x] = any ? 1 : 0;
+}
+
+#define SELECT_THREADS 512
+
+// Count one lane into histogram[digit], one shared atomic per distinct digit of the warp's active
+// lanes (scores of one query are mostly small, so most lanes of a warp share their digit).
+__device__ __forceinline__ void count_digit(unsigned int* histogram, unsigned int digit) {
+    const unsigned int peers = __match_any_sync(__activemask(), digit);
+    if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&histogram[digit], __popc(peers));
+}
+
+// floors[q]: the top-th largest score of query q's row (negative scores counted as 0), raised to 1;
+// counts[q]: how many lanes of the row score at least that. 1 <= top <= n_lanes. One block per query:
+// a radix select, 8 bits per pass from the most significant byte, each pass counting the digits of
+// the lanes that match the digits chosen so far.
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) top_floor(
+        const int* __restrict__ scores, long long n_lanes, int top, int* __restrict__ floors,
+        int* __restrict__ counts) {
+    __shared__ unsigned int histogram[256];
+    __shared__ unsigned int chosen, still_needed;
+    __shared__ int reaching;
+    const int* row = scores + (long long)blockIdx.x * n_lanes;
+    unsigned int prefix = 0, known = 0, needed = (unsigned int)top;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int d = threadIdx.x; d < 256; d += blockDim.x) histogram[d] = 0;
+        __syncthreads();
+        for (long long k = threadIdx.x; k < n_lanes; k += blockDim.x) {
+            const unsigned int value = (unsigned int)max(row[k], 0);
+            if ((value & known) == prefix) count_digit(histogram, (value >> shift) & 255u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned int above = 0;
+            int digit = 255;
+            while (above + histogram[digit] < needed) above += histogram[digit--];
+            chosen = prefix | ((unsigned int)digit << shift);
+            still_needed = needed - above;
+        }
+        __syncthreads();
+        prefix = chosen;
+        needed = still_needed;
+        known |= 255u << shift;
+        __syncthreads();  // every thread has read chosen before the next pass may change it
+    }
+    const int floor = max((int)prefix, 1);
+    if (threadIdx.x == 0) reaching = 0;
+    __syncthreads();
+    int mine = 0;
+    for (long long k = threadIdx.x; k < n_lanes; k += blockDim.x) mine += row[k] >= floor;
+    atomicAdd(&reaching, mine);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        floors[blockIdx.x] = floor;
+        counts[blockIdx.x] = reaching;
+    }
+}
+
+// The lanes of query q's row scoring at least floors[q], with their scores, written from starts[q]
+// on (in no particular order). One block per query.
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) collect_candidates(
+        const int* __restrict__ scores, long long n_lanes, const int* __restrict__ floors,
+        const long long* __restrict__ starts, int* __restrict__ values, long long* __restrict__ lanes) {
+    __shared__ unsigned int cursor;
+    if (threadIdx.x == 0) cursor = 0;
+    __syncthreads();
+    const int* row = scores + (long long)blockIdx.x * n_lanes;
+    const int floor = floors[blockIdx.x];
+    const long long start = starts[blockIdx.x];
+    for (long long k = threadIdx.x; k < n_lanes; k += blockDim.x) {
+        const int value = row[k];
+        if (value >= floor) {
+            const unsigned int slot = atomicAdd(&cursor, 1u);
+            values[start + slot] = value;
+            lanes[start + slot] = k;
+        }
+    }
+}
+
+// scores[rows[k] * n_lanes + lanes[k]] = values[k] for k < count (the intra-task scores).
+extern "C" __global__ void set_scores(int* __restrict__ scores, long long n_lanes,
+                                      const long long* __restrict__ rows,
+                                      const long long* __restrict__ lanes,
+                                      const int* __restrict__ values, int count) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < count) scores[rows[k] * n_lanes + lanes[k]] = values[k];
+}

@@ -259,7 +259,8 @@ def test_cli_gpu_outputs_equal_cpu_byte_for_byte(tmp_path):
 
 
 def test_a_gpu_search_of_a_prepared_database_loads_no_numba_and_equals_cpu(tmp_path):
-    """The whole command as its own process, ``-X importtime``: hits packed with NumPy, aligned on the device."""
+    """The whole command as its own process, ``-X importtime``: hits packed with NumPy, aligned on
+    the device, and no CuPy elementwise operation (whose first use imports cupyx, 0.43 s)."""
     query = os.path.join(ROOT, "resources", "proteins", "queries.fa")
     db = tmp_path / "db.gadb"
     assert main(["makedb", "--db", os.path.join(ROOT, "resources", "proteins", "database.fa"),
@@ -272,11 +273,38 @@ def test_a_gpu_search_of_a_prepared_database_loads_no_numba_and_equals_cpu(tmp_p
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
                 if line.startswith("import time:") and "|" in line}
     assert "gpualign_plugin.search.gpu" in imported and "gpualign_plugin.batch.gpu" in imported
-    assert "numba" not in imported
+    assert "numba" not in imported and "cupyx" not in imported
     assert main(["search", "-q", query, "-d", str(db), "--backend", "cpu", "--out-blast", str(tmp_path / "cpu.m8"),
                  "--out-tsv", str(tmp_path / "cpu.tsv")]) == 0
     for suffix in ("m8", "tsv"):
         assert (tmp_path / f"cpu.{suffix}").read_bytes() == (tmp_path / f"gpu.{suffix}").read_bytes()
+
+
+@pytest.mark.parametrize("top", [1, 3, 10, 64, 191, 192, 500])
+def test_the_device_selection_keeps_every_lane_at_or_above_the_top_th_score(top):
+    """search.cu's top_floor and collect_candidates against NumPy's partition: ties, rows with
+    nothing above 0, scores using all 31 bits, the 16-bit kernel's -1 marks, ``top`` >= lanes."""
+    import cupy as cp
+
+    from gpualign_plugin.search import gpu as gpu_search
+
+    rng = np.random.default_rng(top)
+    n_lanes = 3 * gpu_search.LANES
+    scores = rng.integers(0, 40, (8, n_lanes)).astype(np.int32)
+    scores[1] = 0
+    scores[2] = rng.integers(0, 2**31 - 1, n_lanes)
+    scores[3, ::5] = -1
+    scores[4] = 17
+    scores[5, 7] = 2**31 - 1
+    scores[6, :100] = 0
+    scores[7] = rng.integers(250, 262, n_lanes)  # digits on both sides of a byte boundary
+    lane_target = rng.permutation(10 * n_lanes)[:n_lanes]
+    found = gpu_search._device_top(cp.asarray(scores), lane_target, top, 0)
+    for q, (values, indices) in enumerate(found):
+        row = scores[q]
+        floor = max(int(np.partition(row, n_lanes - top)[n_lanes - top]), 1) if n_lanes > top else 1
+        want = sorted(zip(row[row >= floor].tolist(), lane_target[row >= floor].tolist()))
+        assert sorted(zip(values.tolist(), indices.tolist())) == want, q
 
 
 def _ranked(scores, indices, top):
