@@ -33,6 +33,21 @@ def report_rows(path) -> dict:
     return rows
 
 
+def vcf_substitutions(path) -> set:
+    """(reference record, 1-based position) of each single-base substitution of a VCF."""
+    rows = (line.split("\t") for line in open(path) if not line.startswith("#"))
+    return {(f[0], int(f[1])) for f in rows if len(f[3]) == len(f[4]) == 1}
+
+
+def dnadiff_differences(path) -> tuple[set, set]:
+    """The substitutions and the indel positions of dnadiff's ``.snps``, each as (reference
+    record, 1-based position) (show-snps rows: P1 SUB SUB P2 ... R Q; '.' on an indel's gap side)."""
+    substitutions, indels = set(), set()
+    for fields in (line.split("\t") for line in open(path)):
+        (indels if "." in fields[1:3] else substitutions).add((fields[10], int(fields[0])))
+    return substitutions, indels
+
+
 def number(cell: str) -> float:
     return float(re.match(r"[\d.]+", cell).group(0))
 

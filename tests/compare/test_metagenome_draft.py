@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pysam
 import pytest
-from test_compare_cli import MAIN, report_rows
+from test_compare_cli import MAIN, dnadiff_differences, report_rows, vcf_substitutions
 
 from paths import DATA
 
@@ -77,18 +77,6 @@ def test_the_one_to_one_chains_are_delta_filters(tmp_path, draft, alignments):
     assert ours == theirs
 
 
-def vcf_substitutions(path) -> set:
-    """(reference record, 1-based position) of each single-base substitution of a VCF."""
-    rows = (line.split("\t") for line in open(path) if not line.startswith("#"))
-    return {(f[0], int(f[1])) for f in rows if len(f[3]) == len(f[4]) == 1}
-
-
-def dnadiff_substitutions(path) -> set:
-    """The same of dnadiff's ``.snps`` (show-snps rows: P1 SUB SUB P2 ... R Q; '.' for an indel)."""
-    rows = (line.split("\t") for line in open(path))
-    return {(f[10], int(f[0])) for f in rows if "." not in f[1:3]}
-
-
 def test_the_second_draft_places_every_contig_dnadiff_aligns_and_calls_its_snps(tmp_path):
     """QUAST's second draft, CPU. Measured with dnadiff (MUMmer 3.23): it aligns 30 of the 32
     contigs and calls 58 SNPs; we place 31, report 81 SNPs on our 1-to-1 alignments (29 against
@@ -117,6 +105,6 @@ def test_the_second_draft_places_every_contig_dnadiff_aligns_and_calls_its_snps(
         subprocess.run(["dnadiff", "-p", str(tmp_path / "d"), REFERENCES, contigs], check=True, capture_output=True)
         aligned = {line.split("\t")[-1].strip() for line in open(tmp_path / "d.mcoords")}
         assert aligned == set(primary) - {"NODE_35_specially_unaligned", short.query_name}
-        theirs = dnadiff_substitutions(tmp_path / "d.snps")
+        theirs, _ = dnadiff_differences(tmp_path / "d.snps")
         assert len(theirs) == 58
         assert theirs - ours == {("Lactobacillus_plantarum/22_55k.fa", 3037)}
