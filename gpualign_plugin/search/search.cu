@@ -412,15 +412,15 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) top_floor(
         known |= 255u << shift;
         __syncthreads();  // every thread has read chosen before the next pass may change it
     }
-    const int floor = max((int)prefix, 1);
+    const int threshold = max((int)prefix, 1);
     if (threadIdx.x == 0) reaching = 0;
     __syncthreads();
     int mine = 0;
-    for (long long k = threadIdx.x; k < n_lanes; k += blockDim.x) mine += row[k] >= floor;
+    for (long long k = threadIdx.x; k < n_lanes; k += blockDim.x) mine += row[k] >= threshold;
     atomicAdd(&reaching, mine);
     __syncthreads();
     if (threadIdx.x == 0) {
-        floors[blockIdx.x] = floor;
+        floors[blockIdx.x] = threshold;
         counts[blockIdx.x] = reaching;
     }
 }
@@ -434,11 +434,11 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) collect_candidates(
     if (threadIdx.x == 0) cursor = 0;
     __syncthreads();
     const int* row = scores + (long long)blockIdx.x * n_lanes;
-    const int floor = floors[blockIdx.x];
+    const int threshold = floors[blockIdx.x];
     const long long start = starts[blockIdx.x];
     for (long long k = threadIdx.x; k < n_lanes; k += blockDim.x) {
         const int value = row[k];
-        if (value >= floor) {
+        if (value >= threshold) {
             const unsigned int slot = atomicAdd(&cursor, 1u);
             values[start + slot] = value;
             lanes[start + slot] = k;
