@@ -340,8 +340,8 @@ def top_hits(queries: list[np.ndarray], codes: np.ndarray, offsets: np.ndarray, 
 
     batches = np.arange(len(rows))
     jobs = [(_parts(batches[k::len(devices)], widths, len(queries), memory_budget, device), device)
-            for k, device in enumerate(devices)]
-    with ThreadPoolExecutor(max_workers=len(devices)) as pool:
+            for k, device in enumerate(devices) if k < len(batches)]  # more devices than batches: idle
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         found = [item for items in pool.map(lambda job: run(*job), jobs) for item in items]
     return [(np.concatenate([part[q][0] for part in found]),
              np.concatenate([part[q][1] for part in found])) for q in range(len(queries))]
@@ -437,7 +437,8 @@ def _parts(batches: np.ndarray, widths: np.ndarray, n_queries: int, memory_budge
 
 def _device_top(scores, lane_target: np.ndarray, top: int, device: int) -> list:
     """Per query, the scores and record indices of the lanes at or above its ``top``-th best score
-    (and above 0), unordered: ``top_floor`` and ``collect_candidates`` of search.cu."""
+    (and above 0), unordered: ``top_floor`` and ``collect_candidates`` of search.cu (``scores``
+    has at least one lane)."""
     import cupy as cp
 
     n_queries, n_lanes = scores.shape
