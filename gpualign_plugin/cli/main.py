@@ -180,6 +180,10 @@ def run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("gpualign: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of an output stream went away (`... --out /dev/stdout | head`): end quietly,
+        # with the status of a process that SIGPIPE ended, as other command-line tools do.
+        return 128 + signal.SIGPIPE
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous)

@@ -13,7 +13,7 @@ from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options,
                                         add_scoring_options, apply_threads, command_line, counted,
                                         describe_device, end_phases, scheme_from_args)
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import all_or_none, atomic_text_files, check_writable
+from gpualign_plugin.io.atomic import all_or_none, atomic_text_files, check_writable, is_stream
 
 log = logging.getLogger("gpualign")
 
@@ -92,19 +92,21 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 def requested_outputs(args: argparse.Namespace) -> list[str]:
     """The output paths given, each checked writable and no two naming one file (``--out-hits``
-    included); SAM paths must end in .sam or .bam; --evalue > 0."""
+    included; streams such as ``/dev/null`` may be named twice); SAM paths must end in .sam or
+    .bam, or be a stream (written as SAM); --evalue > 0."""
     if args.evalue is not None and not args.evalue > 0:
         raise InputError(f"--evalue must be a positive number, got {args.evalue}")
     options = {"--out-blast": args.out_blast, "--out-tsv": args.out_tsv, "--out-sam": args.out_sam,
                "--out-hits": getattr(args, "out_hits", None)}
     owners = {}
     for option, path in options.items():
-        if path:
+        if path and not is_stream(path):
             other = owners.setdefault(os.path.realpath(path), option)
             if other != option:
                 raise InputError(f"{other} and {option} name the same file", path=path)
     paths = [p for p in (args.out_blast, args.out_tsv, args.out_sam) if p]
-    if args.out_sam and os.path.splitext(args.out_sam)[1].lower() not in (".sam", ".bam"):
+    if (args.out_sam and not is_stream(args.out_sam)
+            and os.path.splitext(args.out_sam)[1].lower() not in (".sam", ".bam")):
         raise InputError("--out-sam must end in .sam or .bam", path=args.out_sam)
     for path in paths:
         check_writable(path)

@@ -2,6 +2,10 @@
 
 An interrupted run (an exception, Ctrl-C, a killed job) never leaves a truncated
 file under the final name: either the complete file is there or nothing is.
+
+An output that already exists and is not a regular file (``/dev/stdout``, ``/dev/null``, a named
+pipe) is a stream (:func:`is_stream`): it is written in place, never replaced by a renamed file
+nor removed after a failure.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 from typing import Iterator
 
@@ -22,6 +27,15 @@ def _output_error(exc: OSError, path: str):
     from gpualign_plugin.errors import InputError
 
     return InputError(f"cannot be written: {exc.strerror or exc}", path=path)
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names an existing file that is not a regular file (after symbolic links):
+    a terminal, a pipe, ``/dev/null``. Such an output is written in place."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not os.path.isdir(path)
+    except OSError:
+        return False
 
 
 def _temporary(path: str, suffix: str = "") -> str:
@@ -55,6 +69,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     choose the format from the extension). A missing directory is created.
     """
     path = os.fspath(path)
+    if is_stream(path):
+        yield path
+        return
     tmp = _temporary(path, suffix)
     try:
         yield tmp
@@ -83,7 +100,7 @@ class AtomicTextFiles:
     def open(self, path: str | os.PathLike):
         """A text handle (UTF-8, ``\\n`` line ends) whose file appears under ``path`` at the end."""
         path = os.fspath(path)
-        tmp = _temporary(path)
+        tmp = path if is_stream(path) else _temporary(path)
         handle = open(tmp, "w", encoding="utf-8", newline="\n")
         self._open.append((handle, tmp, path))
         return handle
@@ -93,15 +110,17 @@ class AtomicTextFiles:
             handle.close()
         while self._open:
             _handle, tmp, path = self._open[0]
-            _publish(tmp, path)
+            if tmp != path:
+                _publish(tmp, path)
             self._open.pop(0)
             self._written.append(path)
 
     def _discard(self) -> None:
-        for handle, tmp, _path in self._open:
+        for handle, tmp, path in self._open:
             handle.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            if tmp != path:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
         self._open = []
 
 
@@ -127,16 +146,17 @@ def all_or_none() -> Iterator[list]:
 
     Each writer is atomic on its own (:func:`atomic_path`); this makes a command's
     outputs atomic as a set. Append each path to the yielded list once it is written
-    (with its index files, if any); on any exception they are all deleted and the
-    exception propagates.
+    (with its index files, if any); on any exception they are all deleted (streams,
+    :func:`is_stream`, are left alone) and the exception propagates.
     """
     written: list = []
     try:
         yield written
     except BaseException:
         for path in written:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            if not is_stream(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
         raise
 
 
@@ -169,6 +189,10 @@ def check_writable(path: str | os.PathLike) -> None:
     path = os.fspath(path)
     if os.path.isdir(path):
         raise InputError("output path is a directory", path=path)
+    if is_stream(path):
+        if not os.access(path, os.W_OK):
+            raise InputError("output is not writable", path=path)
+        return
     ancestor = os.path.dirname(os.path.abspath(path))
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)

@@ -51,7 +51,7 @@ from typing import Iterable, Iterator, Union
 import pysam
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.io.atomic import atomic_path
+from gpualign_plugin.io.atomic import atomic_path, is_stream
 from gpualign_plugin.io.names import Names
 from gpualign_plugin.model import UNKNOWN_BASE, Alignment, Cigar, unknown_matches
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_text
@@ -399,9 +399,15 @@ def _index_paths(path: str) -> dict[str, str]:
 def _atomic_bam(path: str, lengths: list[int], index: bool) -> Iterator[str]:
     """Yield a temporary BAM path; on success index it and rename BAM, then index, into place.
 
+    A stream (:func:`~gpualign_plugin.io.atomic.is_stream`) is written in place, without an index.
+
     The BAM is renamed before its index, so the index is never older than the BAM
     it describes; an index of the other kind left by an earlier run is removed.
     """
+    if is_stream(path):
+        with atomic_path(path) as stream:
+            yield stream
+        return
     kind = index_kind(lengths)
     index_path = _index_paths(path)[kind]
     with contextlib.ExitStack() as stack:

@@ -156,3 +156,58 @@ def test_syntenic_scoring_defaults_follow_protein_sequences(tmp_path, run):
                 if not line.startswith("# command")]
     assert blocks("auto") == blocks("given")
     assert "BLOSUM62" in blocks("auto")[0] and "block penalty 60" in blocks("auto")[0]
+
+
+def test_outputs_to_a_pipe_are_streamed_and_a_closed_pipe_ends_quietly(tmp_path):
+    """``--out /dev/stdout`` and the like: a search writes its SAM (no extension needed), BLAST and
+    TSV lines to named pipes (two of them the same one), and a reader that goes away after the
+    first line (``| head -1``) ends the command with SIGPIPE's status and no traceback."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    query, db = tmp_path / "q.fa", tmp_path / "db.fa"
+    query.write_text(PROTEINS)
+    db.write_text(TARGET_PROTEIN + PROTEINS.replace(">p", ">d"))
+    pipes = {name: tmp_path / name for name in ("sam", "blast")}
+    received = {}
+    for name, pipe in pipes.items():
+        os.mkfifo(pipe)
+    readers = [threading.Thread(target=lambda n=n, p=p: received.__setitem__(n, p.read_text()))
+               for n, p in pipes.items()]
+    for reader in readers:
+        reader.start()
+    command = [sys.executable, "-m", "gpualign_plugin.cli.main", "search", "-q", query, "-d", db,
+               "--backend", "cpu", "--out-sam", pipes["sam"], "--out-blast", pipes["blast"],
+               "--out-tsv", pipes["blast"]]
+    subprocess.run(command, check=True, capture_output=True)
+    for reader in readers:
+        reader.join()
+    assert received["sam"].startswith("@HD") and received["sam"].count("\np1\t") >= 1
+    assert received["blast"].count("p1\t") >= 4  # BLAST and TSV lines
+    assert all(stat_is_fifo(pipe) for pipe in pipes.values())
+
+    pipe = pipes["blast"]
+    lines = []
+
+    def first_line() -> None:
+        with open(pipe) as handle:
+            lines.append(handle.readline())
+
+    reader = threading.Thread(target=first_line)
+    reader.start()
+    many = tmp_path / "many.fa"
+    many.write_text("".join(f">q{k}\n{PROTEINS.splitlines()[1]}\n" for k in range(3000)))
+    done = subprocess.run(command[:5] + [many, "-d", db, "--backend", "cpu", "--out-blast", pipe],
+                          capture_output=True, text=True)
+    reader.join()
+    assert lines[0].startswith("q0\t")
+    assert done.returncode == 141 and "Traceback" not in done.stderr, done.stderr
+
+
+def stat_is_fifo(path) -> bool:
+    import os
+    import stat
+
+    return stat.S_ISFIFO(os.stat(path).st_mode)

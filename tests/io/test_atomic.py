@@ -90,3 +90,36 @@ def test_an_output_that_cannot_be_written_is_one_line_and_status_2(tmp_path, mon
     assert message == [f"gpualign: error: {out}: cannot be written: {reason}"]
     assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q.fa", "t.fa"]
+
+
+def test_a_stream_is_written_in_place_and_never_replaced_nor_removed(tmp_path):
+    """An output that exists and is not a regular file (a named pipe here; ``/dev/stdout`` and
+    ``/dev/null`` alike) is written as it is: replacing it by a renamed file would, run as root,
+    turn ``/dev/stdout`` into a regular file, and removing it after a failure would delete it."""
+    import threading
+
+    from gpualign_plugin.io.atomic import atomic_path, atomic_text_files, is_stream
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert is_stream(fifo) and not is_stream(tmp_path) and not is_stream(tmp_path / "missing")
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    with atomic_text(fifo) as handle:
+        handle.write("first\n")
+    reader.join()
+    assert received == ["first\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    with pytest.raises(ValueError):
+        with all_or_none() as written:
+            with atomic_text_files(written) as files:
+                files.open(fifo).write("second\n")
+            with atomic_path(fifo) as same:
+                assert same == str(fifo)
+            raise ValueError("a later output failed")
+    reader.join()
+    assert received[1] == "second\n" and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["pipe"]
+    check_writable(fifo)
