@@ -16,10 +16,12 @@ DNA alphabet: ``ACGT`` (codes 0-3) followed by the IUPAC ambiguity codes
 ambiguity code scores ``ambiguity`` (default -1).
 
 Protein alphabet: the 20 amino acids, ``B Z X``, ``U`` (selenocysteine), ``O``
-(pyrrolysine) and ``*`` (stop). Matrices come from
+(pyrrolysine), ``*`` (stop) and ``J`` (leucine or isoleucine). Matrices come from
 ``Bio.Align.substitution_matrices``; a letter the matrix lacks is scored with the
-matrix's ``X`` row and column, except ``U``, scored as ``C`` (as blastp and ssearch36 do), and
-``O``, scored as ``K`` (as ssearch36 does; blastp scores it as its own ``X``).
+matrix's ``X`` row and column, except ``U``, scored as ``C`` (as blastp and ssearch36 do),
+``O``, scored as ``K`` (as ssearch36 does; blastp scores it as its own ``X``), and ``J``, scored
+as the better of ``I`` and ``L`` (as ssearch36 does). Biopython's ``BLASTP`` matrix is blastp's
+BLOSUM62 as the program holds it, rows for ``B Z X U O J`` included: with it scores are blastp's.
 """
 
 from __future__ import annotations
@@ -36,8 +38,12 @@ DNA_LETTERS = "ACGTRYSWKMBDHVN"
 DNA_COMPLEMENT = "TGCAYRSWMKVHDBN"
 """Complement of each letter of :data:`DNA_LETTERS`, position by position."""
 
-PROTEIN_LETTERS = "ARNDCQEGHILKMFPSTWYVBZXUO*"
-"""Protein alphabet in code order (NCBI matrix order, then U, O)."""
+PROTEIN_LETTERS = "ARNDCQEGHILKMFPSTWYVBZXUO*J"
+"""Protein alphabet in code order (NCBI matrix order, then U, O, ``*`` and J)."""
+
+STANDS_FOR = {"U": "C", "O": "K", "J": "IL"}
+"""Letters of the protein alphabet scored, where a matrix has no row for them, as the best of these
+letters (ssearch36's rule: selenocysteine as cysteine, pyrrolysine as lysine, J as I or L)."""
 
 NEG_INF = -(1 << 30)
 """The engines' minus infinity for impossible states; far from int32 overflow when decremented."""
@@ -185,11 +191,19 @@ of length ``k`` costs ``open + k * extend``, as BLAST's existence + k * extensio
 left out: Biopython's BLOSUM80 is scaled otherwise than NCBI's, so NCBI's 10/1 does not carry
 over."""
 
+NCBI_MATRIX_NAMES = {"BLASTP": "BLOSUM62"}
+"""The NCBI matrix a Biopython matrix of another name is: its gap defaults and BLAST statistics."""
+
+
+def ncbi_matrix_name(matrix_name: str) -> str:
+    """The upper-case name under which NCBI's tables hold ``matrix_name`` (``BLASTP``: ``BLOSUM62``)."""
+    return NCBI_MATRIX_NAMES.get(matrix_name.upper(), matrix_name.upper())
+
 
 def default_gaps(matrix_name: str) -> tuple[int, int]:
     """``(gap_open, gap_extend)`` to use with a protein ``matrix_name`` when none are given:
     :data:`BLAST_DEFAULT_GAPS` where blastp has a default for it, else BLOSUM62's 11/1."""
-    return BLAST_DEFAULT_GAPS.get(matrix_name.upper(), BLAST_DEFAULT_GAPS["BLOSUM62"])
+    return BLAST_DEFAULT_GAPS.get(ncbi_matrix_name(matrix_name), BLAST_DEFAULT_GAPS["BLOSUM62"])
 
 
 @dataclass(frozen=True)
@@ -236,8 +250,8 @@ class ScoringScheme:
 
         Nucleotide matrices (all letters in the IUPAC DNA set) give a DNA scheme;
         others a protein scheme. Letters of our alphabet that the matrix lacks are
-        scored as ``X`` (protein) or ``N`` (DNA), but ``U`` (selenocysteine) as ``C``, as
-        blastp and ssearch36 score it, and ``O`` (pyrrolysine) as ``K``, as ssearch36 does.
+        scored as ``X`` (protein) or ``N`` (DNA), but those of :data:`STANDS_FOR` as the best
+        of the letters they stand for, as ssearch36 scores them.
         """
         from Bio.Align import substitution_matrices
 
@@ -254,18 +268,17 @@ class ScoringScheme:
         if fallback not in letters:
             fallback = letters[-1]
 
-        def column(letter: str) -> str:
+        def rows(letter: str) -> str:
             if letter in letters:
                 return letter
-            # Selenocysteine scores as cysteine (blastp, ssearch36), pyrrolysine as lysine (ssearch36).
-            stands_for = {"U": "C", "O": "K"}.get(letter) if alphabet is PROTEIN else None
-            return stands_for if stands_for is not None and stands_for in letters else fallback
+            stands_for = STANDS_FOR.get(letter, "") if alphabet is PROTEIN else ""
+            return stands_for if stands_for and set(stands_for) <= set(letters) else fallback
 
         size = alphabet.size
         matrix = np.zeros((size, size), dtype=np.int32)
         for a, la in enumerate(alphabet.letters):
             for b, lb in enumerate(alphabet.letters):
-                value = source[column(la), column(lb)]
+                value = max(source[x, y] for x in rows(la) for y in rows(lb))
                 if value != int(value):
                     raise InputError(f"matrix {name!r} has non-integer scores; gpualign needs integers")
                 matrix[a, b] = int(value)

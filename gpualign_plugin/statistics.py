@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpualign_plugin.errors import InputError
-from gpualign_plugin.scoring import ScoringScheme
+from gpualign_plugin.scoring import ScoringScheme, ncbi_matrix_name
 
 # NCBI BLAST+ blast_stat.c, protein tables. Key (gap_open, gap_extend), or None for the
 # ungapped row; value (lambda, K, H, alpha, beta, C, alpha_v, sigma): alpha and beta of the
@@ -530,7 +530,7 @@ def published_parameters(scheme: ScoringScheme) -> KarlinAltschul | None:
         return KarlinAltschul(lam / d, k, f"NCBI BLAST table (reward {pair[0]} penalty {pair[1]}, "
                                           f"gap open {gaps[0]}, extend {gaps[1]})",
                               reduced in _DNA_EVEN_SCORES, h, alpha / d, beta)
-    table = _PROTEIN_TABLES.get(scheme.name, {})
+    table = _PROTEIN_TABLES.get(ncbi_matrix_name(scheme.name), {})
     row = table.get(gaps)
     if row is None or not _same_matrix_as_ncbi(scheme, table[None][0]):
         return None
@@ -555,7 +555,7 @@ def background_frequencies(scheme: ScoringScheme) -> np.ndarray:
     """Letter frequencies of random sequence, one per code of the scheme's alphabet.
 
     DNA: 1/4 for each of A, C, G, T (codes 0-3), 0 for the ambiguity codes.
-    Protein: :data:`ROBINSON_FREQUENCIES` normalised, 0 for B, Z, X, U, O, ``*``.
+    Protein: :data:`ROBINSON_FREQUENCIES` normalised, 0 for B, Z, X, U, O, ``*``, J.
     """
     letters = scheme.alphabet.letters
     if scheme.is_dna:

@@ -40,8 +40,35 @@ def test_reverse_complement_is_an_involution():
     assert np.array_equal(reverse_complement_codes(reverse_complement_codes(codes)), codes)
 
 
-def test_protein_alphabet_holds_the_twenty_amino_acids_and_bzxuo_stop():
-    assert set("ACDEFGHIKLMNPQRSTVWY") | set("BZXUO*") == set(PROTEIN.letters)
+def test_protein_alphabet_holds_the_twenty_amino_acids_and_bzxuoj_stop():
+    assert set("ACDEFGHIKLMNPQRSTVWY") | set("BZXUOJ*") == set(PROTEIN.letters)
+    assert PROTEIN.letters.index("*") == 25  # codes of prepared databases written before J came
+
+
+def test_j_scores_as_the_better_of_i_and_l_as_in_ssearch36(tmp_path):
+    """No Biopython BLOSUM has a J (leucine or isoleucine) row; ssearch36 scores J against each
+    letter as the better of I and L (measured on every letter: J/R -2 as L, J/V 3 as I, J/J 4),
+    and so do we. blastp's own J row (J/I 3) is Biopython's ``BLASTP`` matrix."""
+    from gpualign_plugin.pairwise.api import align_sequences
+
+    blosum = ScoringScheme.from_matrix("BLOSUM62")
+    j, i, l = (PROTEIN.letters.index(letter) for letter in "JIL")
+    assert (blosum.matrix[j] == np.maximum(blosum.matrix[i], blosum.matrix[l])).all()
+    assert (blosum.matrix[:, j] == blosum.matrix[j]).all() and blosum.matrix[j, j] == 4
+    assert [blosum.matrix[j, PROTEIN.letters.index(x)] for x in "RVMD"] == [-2, 3, 2, -3]
+    blastp = ScoringScheme.from_matrix("BLASTP")
+    assert blastp.matrix[j, i] == blastp.matrix[j, l] == blastp.matrix[j, j] == 3
+    if shutil.which("ssearch36") is None:
+        return
+    base = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQ"
+    for letter in "RVMDJ":
+        query, subject = base[:20] + "J" + base[21:], base[:20] + letter + base[21:]
+        (tmp_path / "q.fa").write_text(f">q\n{query}\n")
+        (tmp_path / "s.fa").write_text(f">s\n{subject}\n")
+        report = subprocess.run(["ssearch36", "-q", "-s", "BL62", "-f", "-11", "-g", "-1", str(tmp_path / "q.fa"),
+                                 str(tmp_path / "s.fa")], check=True, capture_output=True, text=True).stdout
+        ours = align_sequences(blosum.encode("q", query), blosum.encode("s", subject), blosum, "local").score
+        assert int(re.search(r"Smith-Waterman score: (\d+)", report).group(1)) == ours, letter
 
 
 def test_named_matrix_matches_biopython_and_scores_o_as_k():

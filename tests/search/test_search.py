@@ -454,6 +454,36 @@ def test_raw_scores_equal_ssearch36(tmp_path, fixture_paths, proteins):
         assert scores[q_index[q], t_index[t]] == value, (q, t)
 
 
+@pytest.mark.skipif(shutil.which("blastp") is None, reason="blastp (Debian package ncbi-blast+) absent")
+def test_the_blastp_matrix_gives_blastps_lines_on_sequences_with_x_b_z_j_u_and_o(tmp_path):
+    """Biopython's ``BLASTP`` matrix is BLOSUM62 as blastp holds it: its X, B and Z rows differ from
+    NCBI's published file (X/A -1 against 0, B/N 4 against 3) and it has J, U and O rows. With it,
+    a database record and a query carrying all six letters give blastp's tabular lines, E-values
+    and bit scores (BLOSUM62's statistics) included. (blastp's heuristics miss two globins at
+    E 8e-13 and 6e-9 here, which we list, and give a weak 18-residue hit of LGB2_LUPLU where the
+    exact local optimum is longer: only its significant lines are compared.)"""
+    records = {r.id: r.text for r in read_fasta(os.path.join(DATA, "globins.fasta"), PROTEIN)}
+    query, edited = list(records.pop("HBB_HUMAN")), list(records.pop("HBA_HUMAN"))
+    for position, letter in zip((3, 10, 17, 25, 40, 55, 70, 90, 100, 120), "XBZJUOXJBZ"):
+        edited[position] = letter
+    for position, letter in zip((8, 30, 50, 80, 110), "JXZUB"):
+        query[position] = letter
+    (tmp_path / "q.fa").write_text(">hbb\n" + "".join(query) + "\n")
+    records = {"hba": "".join(edited), "HBB_HUMAN": "".join(query).replace("J", "L"), **records}
+    (tmp_path / "db.fa").write_text("".join(f">{name}\n{text}\n" for name, text in records.items()))
+    subprocess.run(["makeblastdb", "-in", tmp_path / "db.fa", "-dbtype", "prot", "-out", tmp_path / "db"],
+                   check=True, capture_output=True)
+    theirs = subprocess.run(["blastp", "-query", tmp_path / "q.fa", "-db", tmp_path / "db", "-outfmt", "6",
+                             "-comp_based_stats", "0", "-seg", "no", "-max_target_seqs", "10"],
+                            check=True, capture_output=True, text=True).stdout.splitlines()
+    assert run_cli("search", "--query", tmp_path / "q.fa", "--db", tmp_path / "db.fa", "--matrix", "BLASTP",
+                   "--backend", "cpu", "--top", "10", "--out-blast", tmp_path / "ours.tsv") == 0
+    ours = (tmp_path / "ours.tsv").read_text().splitlines()
+    significant = [line for line in theirs if float(line.split("\t")[10]) < 1e-20]
+    assert [line.split("\t")[1] for line in significant] == ["HBB_HUMAN", "HBB_HORSE", "HBA_HORSE", "hba"]
+    assert ours[:4] == significant
+
+
 def test_karlin_altschul_bits_and_evalue_are_consistent():
     ka = KarlinAltschul(0.267, 0.041, "test")
     for score in (20, 50, 200):
