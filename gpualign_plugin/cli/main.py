@@ -19,6 +19,7 @@ import threading
 
 from gpualign_plugin.errors import BackendUnavailable, InputError
 from gpualign_plugin.io.atomic import check_writable
+from gpualign_plugin.io.spool import spooled_inputs
 from gpualign_plugin.runtime.gpu_slot import take_gpu_slot
 from gpualign_plugin.runtime.kernels import GpuKernelError, GpuMemoryError
 from gpualign_plugin.version import __version__
@@ -167,7 +168,8 @@ def run(argv: list[str]) -> int:
         if getattr(args, "stats", None):
             # --stats (add_compute_options) is written last: check it before the work starts.
             check_writable(args.stats)
-        return int(args.run(args) or 0)
+        with spooled_inputs(args):
+            return int(args.run(args) or 0)
     except (InputError, BackendUnavailable, GpuMemoryError) as exc:
         print(f"gpualign: error: {exc}", file=sys.stderr)
         return 2

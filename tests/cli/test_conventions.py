@@ -211,3 +211,31 @@ def stat_is_fifo(path) -> bool:
     import stat
 
     return stat.S_ISFIFO(os.stat(path).st_mode)
+
+
+def test_inputs_read_from_a_pipe_are_read_once_and_errors_name_the_pipe(tmp_path):
+    """``zcat db.fa.gz | gpualign search --db /dev/stdin``: the readers open an input several times
+    (gzip and kind checks, then the records), so a pipe is copied once to a temporary file (in
+    TMPDIR, removed after). Before, a piped FASTA was "empty" or "not a FASTA file"."""
+    import gzip
+    import os
+    import subprocess
+    import sys
+
+    query, db = tmp_path / "q.fa", tmp_path / "db.fa"
+    query.write_text(PROTEINS)
+    db.write_text(TARGET_PROTEIN + PROTEINS.replace(">p", ">d"))
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    environment = {**os.environ, "TMPDIR": str(spool)}
+    command = [sys.executable, "-m", "gpualign_plugin.cli.main", "search", "--backend", "cpu"]
+    subprocess.run(command + ["-q", query, "-d", db, "--out-blast", tmp_path / "files.tsv"],
+                   env=environment, capture_output=True, check=True)
+    subprocess.run(command + ["-q", "/dev/stdin", "-d", db, "--out-blast", tmp_path / "piped.tsv"],
+                   input=gzip.compress(query.read_bytes()), env=environment, capture_output=True, check=True)
+    assert (tmp_path / "piped.tsv").read_text() == (tmp_path / "files.tsv").read_text()
+    bad = subprocess.run(command + ["-q", query, "-d", "/dev/stdin", "--out-blast", tmp_path / "bad.tsv"],
+                         input=b">t\nMKV1LH\n", env=environment, capture_output=True, text=False)
+    assert bad.returncode == 2 and not (tmp_path / "bad.tsv").exists()
+    assert bad.stderr.decode().startswith("gpualign: error: /dev/stdin: record 't': position 4:")
+    assert os.listdir(spool) == []
