@@ -228,26 +228,35 @@ def _cut_local(query_text, target_text, scheme, zdrop):
 
 
 def dust_mask(text, window=64, level=20):
-    """Low-complexity bases (gpualign_plugin/pairwise/low_complexity.py), literally: for each
-    start, the first best-scoring interval of at most ``window`` A/C/G/T bases (at least two
-    triplets; score: sum over triplets of c (c - 1) / 2, over triplets - 1) is masked when it
-    scores more than ``level``."""
+    """Low-complexity bases by symmetric DUST (gpualign_plugin/pairwise/low_complexity.py),
+    literally and without its two bounds: along each A/C/G/T run, at each triplet, every
+    interval of triplets ending there within the last ``window`` bases, shortest first, is
+    perfect when 10 r > level l (r: sum over its triplets of c (c - 1) / 2; l: triplets - 1) and
+    its score r / l is at least that of every perfect interval found so far that starts inside
+    it; the bases of perfect intervals are masked."""
     text = text.upper()
     mask = [False] * len(text)
-    for i in range(len(text) - 2):
-        counts, best, best_end = {}, 0.0, -1
-        for j in range(i, min(len(text) - 2, i + window - 2)):
-            triplet = text[j:j + 3]
-            if any(c not in "ACGT" for c in triplet):
-                break
-            counts[triplet] = counts.get(triplet, 0) + 1
-            if j > i:
-                score = sum(c * (c - 1) / 2 for c in counts.values()) / (j - i)
-                if score > best:
-                    best, best_end = score, j
-        if best > level:
-            for k in range(i, best_end + 3):
-                mask[k] = True
+    run_start = 0
+    while run_start < len(text):
+        run_end = run_start
+        while run_end < len(text) and text[run_end] in "ACGT":
+            run_end += 1
+        words = [text[k:k + 3] for k in range(run_start, run_end - 2)]
+        perfect = []  # (start, r, l) of the perfect intervals found, triplet indexes
+        for end in range(len(words)):
+            counts, r = {}, 0
+            for start in range(end, max(-1, end - (window - 2)), -1):
+                r += counts.get(words[start], 0)
+                counts[words[start]] = counts.get(words[start], 0) + 1
+                length = end - start
+                if 10 * r <= level * length:
+                    continue
+                inside = [(pr, pl) for ps, pr, pl in perfect if ps >= start and ps > end - (window - 2)]
+                if all(r * pl >= pr * length for pr, pl in inside):
+                    perfect.append((start, r, length))
+                    for k in range(run_start + start, run_start + end + 3):
+                        mask[k] = True
+        run_start = max(run_end, run_start + 1)
     return mask
 
 
