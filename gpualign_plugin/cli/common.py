@@ -246,10 +246,20 @@ class Progress:
     :func:`heartbeat_seconds` with the same figures, so a log shows life and speed even
     while one long pair is computed and nothing advances. Use as a context manager; call
     :meth:`advance` (from any thread) with the units done.
+
+    ``estimated``: ``total`` is an estimate the work may pass (a placement that finds more
+    pieces than one, each re-scored and aligned); when it does, the total is raised to
+    :data:`ESTIMATE_GROWTH` times the units done, so the bar falls back below 100% and the
+    time left follows the rate, instead of resting full while work goes on. Otherwise the count
+    stops at ``total``.
     """
 
-    def __init__(self, total: int, label: str, stream=None, unit: str = "cells"):
+    ESTIMATE_GROWTH = 1.25
+    """Factor of the units done that an exceeded estimate is raised to."""
+
+    def __init__(self, total: int, label: str, stream=None, unit: str = "cells", estimated: bool = False):
         self.total = max(int(total), 1)
+        self.estimated = estimated
         self.label = label
         self.unit = unit
         self.done = 0
@@ -278,7 +288,14 @@ class Progress:
     def advance(self, units: int = 1) -> None:
         """Add ``units`` of finished work."""
         with self._lock:
-            units = min(int(units), self.total - self.done)
+            units = int(units)
+            if self.done + units > self.total:
+                if self.estimated:
+                    self.total = int((self.done + units) * self.ESTIMATE_GROWTH)
+                    if self._bar is not None:
+                        self._bar.total = self.total
+                else:
+                    units = self.total - self.done
             self.done += units
             if self._bar is not None and units > 0:
                 self._bar.update(units)

@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 
-from gpualign_plugin.cli.common import (RunStats, add_compute_options, add_scoring_options,
+from gpualign_plugin.cli.common import (Progress, RunStats, add_compute_options, add_scoring_options,
                                         apply_threads, check_prefix, command_line, describe_device,
                                         scheme_from_args)
 from gpualign_plugin.errors import InputError
@@ -73,7 +73,8 @@ def output_paths(prefix: str) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpualign compare``; returns the exit status."""
-    from gpualign_plugin.compare.api import compare_genomes
+    from gpualign_plugin.cli.pairwise import expected_cells
+    from gpualign_plugin.compare.api import compare_genomes, region_cells
     from gpualign_plugin.compare.dotplot import write_dotplot
     from gpualign_plugin.compare.report import (VCF_INFO, format_report, vcf_records,
                                                 write_differences)
@@ -107,13 +108,17 @@ def run(args: argparse.Namespace) -> int:
     threads = apply_threads(args.threads)
     stats = RunStats("compare", engine=engine, device=describe_device(engine, args.device),
                      threads=threads)
-    comparison = compare_genomes(queries, targets, scheme, block_penalty=args.block_penalty,
-                                 min_event=args.min_event, backend=engine, device=args.device,
-                                 evalue=args.evalue, threads=threads)
+    score_passes = 2 * sum(len(q) for q in queries) * sum(len(t) for t in targets)
+    total = expected_cells([(q, t) for q in queries for t in targets], 2, "local", engine, score_passes,
+                           scheme, args.device, None) + region_cells(queries, targets)
+    with Progress(total, "compare", estimated=True) as progress:
+        comparison = compare_genomes(queries, targets, scheme, block_penalty=args.block_penalty,
+                                     min_event=args.min_event, backend=engine, device=args.device,
+                                     evalue=args.evalue, threads=threads, on_progress=progress.advance)
     stats.finish()
     # Cells of the first placement pass (both strands, every pair) and of every region's
     # syntenic alignment; later placement passes over the contigs' free parts are not counted.
-    stats.cells = 2 * sum(len(q) for q in queries) * sum(len(t) for t in targets) + sum(
+    stats.cells = score_passes + sum(
         (r.query_end - r.query_start) * (r.target_end - r.target_start) for r in comparison.regions)
     log.info("%d of %d contigs placed, %d regions, %d differences, %d SNPs and indels",
              len({p.query_id for p in comparison.placements}), len(queries),

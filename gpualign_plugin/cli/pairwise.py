@@ -182,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
     unmapped = []
     phases = {"read_s": time.perf_counter() - started}
     gpu_profile = {} if engine == "gpu" else None
-    bar_total = _bar_total(listed, n_strands, args.mode, engine, total, scheme, args.device, args.gpu_memory)
-    with Progress(bar_total, "pairwise") as progress:
+    bar_total = expected_cells(listed, n_strands, args.mode, engine, total, scheme, args.device, args.gpu_memory)
+    with Progress(bar_total, "pairwise", estimated=args.mode == "local") as progress:
         if args.mode == "local":
             alignments, unmapped, cells = _place(queries, targets, pairs, scheme, engine, evalue, strands,
                                                  threads, args, min_score, progress.advance, gpu_profile)
@@ -223,13 +223,13 @@ def _check_devices(devices: list[int]) -> None:
             raise BackendUnavailable(f"--devices: device {device}: {status.reason}")
 
 
-def _bar_total(listed, n_strands: int, mode: str, engine: str, answer_cells: int, scheme, device: int,
+def expected_cells(listed, n_strands: int, mode: str, engine: str, answer_cells: int, scheme, device: int,
                gpu_memory: int | None) -> int:
-    """Cells the progress bar expects. Both engines report cells inside each pair: every pass
-    the engine's ``align_cells`` counts per pair and strand (local mode: the score passes,
-    ``answer_cells``, plus one alignment per query on its longest target). An estimate where
-    paths end early or placement finds several pieces; the bar stops at its total and
-    completes when the work is done."""
+    """Cells a progress bar of these pairs expects (``listed``: (query, target) records). Both
+    engines report cells inside each pair: every pass the engine's ``align_cells`` counts per
+    pair and strand (local mode: the score passes, ``answer_cells``, plus one alignment per
+    query on its longest target). An estimate where paths end early or placement finds several
+    pieces (each re-scored and aligned: an estimated :class:`Progress` raises its total then)."""
     if engine == "cpu":
         from gpualign_plugin.pairwise.cpu import align_cells
 

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import numpy as np
 
@@ -338,25 +339,35 @@ class GenomeComparison:
 
 def place_contigs(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
                   backend: str = "cpu", evalue: float = 1e-5, threads: int | None = None,
-                  device: int = 0) -> list[Alignment]:
+                  device: int = 0, on_progress: Callable[[int], None] | None = None) -> list[Alignment]:
     """Local placement of every contig: the pieces the regions are built from.
 
     Every significant local alignment of each contig on any reference record and strand,
     non-overlapping on the contig (:func:`gpualign_plugin.pairwise.api.place_local`, E-value
     cutoff ``evalue``): the primary and supplementary records. Close secondary placements
     (another copy of the same piece) are left out: a region per piece of contig.
+    ``on_progress`` gets DP cells as they are computed.
     """
     placed = place_local(queries, targets, scheme, backend=backend, evalue=evalue,
-                         strands="both", threads=threads, device=device)
+                         strands="both", threads=threads, device=device, on_progress=on_progress)
     return [a for a in placed if a.is_primary or a.is_supplementary]
+
+
+def region_cells(queries: list[Sequence], targets: list[Sequence], chunk_length: int = CHUNK_LENGTH) -> int:
+    """DP cells the regions' syntenic alignments are expected to compute (an estimate for a
+    progress bar): each contig base against about ``2 * chunk_length`` reference bases (the
+    anchors cut a region into chunks of about ``chunk_length`` contig bases), or the whole
+    reference when it is shorter."""
+    reference_bases = sum(len(t) for t in targets)
+    return sum(len(q) for q in queries) * min(reference_bases, 2 * chunk_length)
 
 
 def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: ScoringScheme, *,
                     placements: list[Alignment] | None = None, block_penalty: int | None = None,
                     min_event: int = 50, min_identity: float = 0.8, min_coverage: float = 0.5,
                     backend: str = "cpu", device: int = 0, evalue: float = 1e-5,
-                    threads: int | None = None,
-                    chunk_length: int = CHUNK_LENGTH) -> GenomeComparison:
+                    threads: int | None = None, chunk_length: int = CHUNK_LENGTH,
+                    on_progress: Callable[[int], None] | None = None) -> GenomeComparison:
     """Compare an assembly with a reference (see the module notes).
 
     Parameters
@@ -383,6 +394,9 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     chunk_length : int
         Spacing of the anchors that cut a placed region's syntenic alignment into chunks
         (:func:`chain_anchors`); a region shorter than twice this is aligned in one piece.
+    on_progress : callable, optional
+        Called with DP cells as placement, syntenic alignment and the search for repeat copies
+        compute them (placement's, then :func:`region_cells`, then the repeat copies').
 
     Returns
     -------
@@ -390,11 +404,11 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     """
     if placements is None:
         placements = place_contigs(queries, targets, scheme, backend=backend, evalue=evalue,
-                                   threads=threads, device=device)
+                                   threads=threads, device=device, on_progress=on_progress)
     placements = settle_junctions(placements, queries, targets, scheme)
     penalty = default_block_penalty(scheme) if block_penalty is None else block_penalty
     work = _Work(queries, targets, scheme, penalty, min_event, min_identity, min_coverage,
-                 backend, device, chunk_length)
+                 backend, device, chunk_length, on_progress)
     mapped = [p for p in placements if p.target_id in work.targets and p.query_end > p.query_start]
     for query in queries:
         pieces = [p for p in mapped if p.query_id == query.id]
@@ -504,7 +518,8 @@ def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float,
     pieces = [Sequence(str(k), "", target.codes[start:end])
               for k, (target, start, end) in enumerate(stretches)]
     placed = place_local(pieces, contigs, work.scheme, backend=work.backend, evalue=evalue,
-                         strands="both", threads=threads, device=work.device, zdrop_bits=math.inf)
+                         strands="both", threads=threads, device=work.device, zdrop_bits=math.inf,
+                         on_progress=work.progress)
     best = {a.query_id: a for a in placed if a.is_primary and not a.is_supplementary}
     copies = []
     swap = {"I": "D", "D": "I"}
@@ -669,7 +684,8 @@ def chain_anchors(chain: list[Alignment], query_start: int, query_end: int, targ
 
 
 def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, anchors=(),
-                      backend: str = "cpu", device: int = 0) -> SyntenicAlignment:
+                      backend: str = "cpu", device: int = 0,
+                      progress: Callable[[int], None] | None = None) -> SyntenicAlignment:
     """Syntenic alignment of ``piece`` and ``window`` through the given anchor points.
 
     Without anchors this is :func:`~gpualign_plugin.syntenic.api.syntenic_align`. With
@@ -678,13 +694,13 @@ def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, 
     anchor become one (a matching region's CIGAR is rescored as a whole; two difference
     blocks cost one block penalty). The cost falls from ``m * n`` cells to about the sum of
     the chunks' products. Anchors come from long identical runs of the placement, where
-    any alignment of the region passes.
+    any alignment of the region passes. ``progress`` gets DP cells as they are computed.
     """
     bounds = [(0, 0), *anchors, (len(piece), len(window))]
     blocks: list[SyntenicBlock] = []
     for (x0, y0), (x1, y1) in zip(bounds, bounds[1:]):
         part = syntenic_align(piece[x0:x1], window[y0:y1], scheme, block_penalty,
-                              backend=backend, device=device)
+                              backend=backend, device=device, progress=progress)
         for b in part.blocks:
             _append_joined(blocks, SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0,
                                                  b.target_start + y0, b.target_end + y0, b.score, b.cigar),
@@ -968,7 +984,7 @@ class _Work:
     """The regions, blocks and events of one comparison while they are being built."""
 
     def __init__(self, queries, targets, scheme, block_penalty, min_event, min_identity,
-                 min_coverage, backend, device, chunk_length):
+                 min_coverage, backend, device, chunk_length, progress=None):
         self.queries = {q.id: q for q in queries}
         self.targets = {t.id: t for t in targets}
         self.scheme = scheme
@@ -979,6 +995,7 @@ class _Work:
         self.backend = backend
         self.device = device
         self.chunk_length = chunk_length
+        self.progress = progress
         self.regions: list[Region] = []
         self.blocks: list[AlignedBlock] = []
         self.events: list[Difference] = []
@@ -1002,7 +1019,8 @@ class _Work:
             piece = reverse_complement_codes(piece)
         window = self.targets[target_id].codes[target_start:target_end]
         alignment = trim_grown_ends(anchored_syntenic(piece, window, self.scheme, self.block_penalty, anchors,
-                                                      self.backend, self.device), piece, window, self.scheme, grown)
+                                                      self.backend, self.device, self.progress),
+                                    piece, window, self.scheme, grown)
         alignment = join_small_differences(alignment, piece, window, self.scheme, self.min_event)
         alignment = widen_inverted_blocks(alignment, piece, window, self.scheme, self.min_event)
         if claimed:

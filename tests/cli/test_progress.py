@@ -158,3 +158,42 @@ def test_one_long_gpu_pair_moves_the_bar_of_the_cli(tmp_path, monkeypatch):
     query, target = (scheme.encode(name, letters[codes].tobytes().decode()) for name, codes in (("q", q), ("t", t)))
     write_paf(str(expected), place_local([query], [target], scheme, backend="gpu"), {"q": query}, {"t": target})
     assert out.read_bytes() == expected.read_bytes()
+
+
+def test_an_estimated_total_that_the_work_passes_is_raised_and_the_time_left_follows_the_rate(monkeypatch):
+    """A placement that finds several pieces re-scores and aligns each: more cells than its
+    estimate. The bar then falls back below 100% (total raised to 1.25 x done), never rests full."""
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0")
+    with Progress(1000, "compare", stream=io.StringIO(), estimated=True) as progress:
+        progress.advance(600)
+        assert (progress.total, progress.done) == (1000, 600)
+        progress.advance(600)
+        assert (progress.total, progress.done) == (1500, 1200)
+        assert re.search(r": 80\.0% \(1\.20k of 1\.50k cells\)", progress.heartbeat_line())
+    assert progress.done == progress.total == 1500
+    with Progress(1000, "pairwise", stream=io.StringIO()) as capped:
+        capped.advance(1600)
+        assert (capped.total, capped.done) == (1000, 1000)
+
+
+def test_compare_in_a_log_writes_heartbeats(tmp_path):
+    """`gpualign compare` with stderr to a file: timestamped heartbeat lines of its placement and
+    alignments (it had no progress at all: an hour on the CPU for a bacterial genome, silent)."""
+    rng = __import__("numpy").random.default_rng(11)
+    reference = "".join(rng.choice(list("ACGT"), size=6000))
+    edited = list(reference)
+    for position in rng.choice(6000, size=60, replace=False):
+        edited[position] = "ACGT"[("ACGT".index(edited[position]) + 1) % 4]
+    edited = "".join(edited)
+    (tmp_path / "ref.fa").write_text(f">ref\n{reference}\n")
+    (tmp_path / "asm.fa").write_text(f">c1\n{edited[:3500]}\n>c2\n{edited[3400:]}\n")
+    env = dict(os.environ, GPUALIGN_HEARTBEAT_SECONDS="0.02",
+               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-m", "gpualign_plugin.cli.main", "compare", "-q", str(tmp_path / "asm.fa"),
+                             "-t", str(tmp_path / "ref.fa"), "-p", str(tmp_path / "out"), "--backend", "cpu"],
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    beats = [line for line in result.stderr.splitlines() if " gpualign: compare: " in line]
+    assert beats and all(re.match(r"^\d{4}-\d\d-\d\dT\S+Z gpualign: compare: \d+\.\d% \(\S+ of \S+ cells\) in ", b)
+                         for b in beats), result.stderr
+    assert "2 of 2 contigs placed" in result.stderr
