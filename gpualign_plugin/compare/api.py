@@ -53,7 +53,10 @@ Conventions
 * Coordinates are 0-based, half-open, on the forward strand of each sequence.
 * "Aligns" (inversion and relocation tests) means that the optimal local alignment
   (exact pairwise engine) covers at least ``min_coverage`` of the shorter sequence with at
-  least ``min_identity`` identical columns.
+  least ``min_identity`` identical columns, contig bases of low-complexity stretches (DUST,
+  :mod:`gpualign_plugin.pairwise.low_complexity`) not counted as covered: an (AT)n stretch
+  inserted in one place and another deleted elsewhere align to each other, and an (AT)n
+  stretch to its own reverse complement, without being a moved or inverted block.
 * SNPs are ``X`` columns of matching regions; indels are runs of ``I`` or ``D`` in them.
   The variants of a minus-strand region are given on the reference's forward strand (the
   CIGAR reads the reverse-complemented query), as a VCF needs.
@@ -71,6 +74,7 @@ from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, Syntenic
                                    column_ops, column_scores, score_cigar)
 from gpualign_plugin.compare.junctions import close_seams, grown_block, settle_junctions
 from gpualign_plugin.pairwise.api import align_sequences, place_local
+from gpualign_plugin.pairwise.low_complexity import low_complexity_mask
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
 
@@ -1315,7 +1319,8 @@ class _Work:
                                  backend=self.backend, device=self.device)
         if result is None:
             return False
-        covered = min(result.query_end - result.query_start, result.target_end - result.target_start)
+        simple = int(low_complexity_mask(piece.codes)[result.query_start:result.query_end].sum())
+        covered = min(result.query_end - result.query_start - simple, result.target_end - result.target_start)
         return (covered >= self.min_coverage * min(len(piece), len(window))
                 and result.matches >= self.min_identity * result.columns)
 
