@@ -54,7 +54,7 @@ Conventions
 * "Aligns" (inversion and relocation tests) means that the optimal local alignment
   (exact pairwise engine) covers at least ``min_coverage`` of the shorter sequence with at
   least ``min_identity`` identical columns, contig bases of low-complexity stretches (DUST,
-  :mod:`gpualign_plugin.pairwise.low_complexity`) not counted as covered: an (AT)n stretch
+  :func:`gpualign_plugin.pairwise.api.low_complexity_mask`) not counted as covered: an (AT)n stretch
   inserted in one place and another deleted elsewhere align to each other, and an (AT)n
   stretch to its own reverse complement, without being a moved or inverted block.
 * SNPs are ``X`` columns of matching regions; indels are runs of ``I`` or ``D`` in them.
@@ -65,6 +65,8 @@ Conventions
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -74,7 +76,6 @@ from gpualign_plugin.model import (Alignment, Cigar, SyntenicAlignment, Syntenic
                                    column_ops, column_scores, score_cigar)
 from gpualign_plugin.compare.junctions import close_seams, grown_block, settle_junctions
 from gpualign_plugin.pairwise.api import align_sequences, place_local
-from gpualign_plugin.pairwise.low_complexity import low_complexity_mask
 from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_codes
 from gpualign_plugin.syntenic.api import default_block_penalty, syntenic_align
 
@@ -87,6 +88,11 @@ many reference bases (more is a tandem duplication: :func:`chain_placements`).""
 
 CHUNK_LENGTH = 20000
 """A region's syntenic alignment is cut at placement anchors about this many contig bases apart."""
+
+CONCURRENT_CHUNKS = 8
+"""Most chunks of a region aligned at once on the CPU: each holds up to the syntenic engine's
+256 MiB of direction bytes (:data:`gpualign_plugin.syntenic.api.DEFAULT_MEMORY_BUDGET`), so eight
+stay near 2.5 GiB."""
 
 EDGE_REACH = 64
 """Columns of a matching region next to an inverted block that :func:`widen_inverted_blocks` may
@@ -394,7 +400,8 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
         ``'cpu'`` or ``'gpu'`` (resolved) for placement and syntenic alignment; both give
         the same comparison.
     evalue, threads
-        Placement's cutoff and CPU threads.
+        Placement's cutoff, and the CPU threads of placement and of a region's syntenic
+        alignment (its chunks at once; ``None``: every core).
     chunk_length : int
         Spacing of the anchors that cut a placed region's syntenic alignment into chunks
         (:func:`chain_anchors`); a region shorter than twice this is aligned in one piece.
@@ -412,7 +419,7 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     placements = settle_junctions(placements, queries, targets, scheme)
     penalty = default_block_penalty(scheme) if block_penalty is None else block_penalty
     work = _Work(queries, targets, scheme, penalty, min_event, min_identity, min_coverage,
-                 backend, device, chunk_length, on_progress)
+                 backend, device, chunk_length, on_progress, threads or os.cpu_count() or 1)
     mapped = [p for p in placements if p.target_id in work.targets and p.query_end > p.query_start]
     for query in queries:
         pieces = [p for p in mapped if p.query_id == query.id]
@@ -689,7 +696,7 @@ def chain_anchors(chain: list[Alignment], query_start: int, query_end: int, targ
 
 def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, anchors=(),
                       backend: str = "cpu", device: int = 0,
-                      progress: Callable[[int], None] | None = None) -> SyntenicAlignment:
+                      progress: Callable[[int], None] | None = None, threads: int = 1) -> SyntenicAlignment:
     """Syntenic alignment of ``piece`` and ``window`` through the given anchor points.
 
     Without anchors this is :func:`~gpualign_plugin.syntenic.api.syntenic_align`. With
@@ -698,13 +705,26 @@ def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, 
     anchor become one (a matching region's CIGAR is rescored as a whole; two difference
     blocks cost one block penalty). The cost falls from ``m * n`` cells to about the sum of
     the chunks' products. Anchors come from long identical runs of the placement, where
-    any alignment of the region passes. ``progress`` gets DP cells as they are computed.
+    any alignment of the region passes. ``progress`` gets DP cells as they are computed. On the
+    CPU, up to ``threads`` chunks (at most :data:`CONCURRENT_CHUNKS`) are aligned at once; the
+    result is the same.
     """
     bounds = [(0, 0), *anchors, (len(piece), len(window))]
-    blocks: list[SyntenicBlock] = []
-    for (x0, y0), (x1, y1) in zip(bounds, bounds[1:]):
-        part = syntenic_align(piece[x0:x1], window[y0:y1], scheme, block_penalty,
+    chunks = list(zip(bounds, bounds[1:]))
+
+    def align(chunk) -> SyntenicAlignment:
+        (x0, y0), (x1, y1) = chunk
+        return syntenic_align(piece[x0:x1], window[y0:y1], scheme, block_penalty,
                               backend=backend, device=device, progress=progress)
+
+    workers = min(threads, CONCURRENT_CHUNKS, len(chunks)) if backend == "cpu" else 1
+    if workers > 1:
+        with ThreadPoolExecutor(workers, thread_name_prefix="gpualign-chunk") as pool:
+            parts = list(pool.map(align, chunks))
+    else:
+        parts = [align(chunk) for chunk in chunks]
+    blocks: list[SyntenicBlock] = []
+    for ((x0, y0), _end), part in zip(chunks, parts):
         for b in part.blocks:
             _append_joined(blocks, SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0,
                                                  b.target_start + y0, b.target_end + y0, b.score, b.cigar),
@@ -988,7 +1008,7 @@ class _Work:
     """The regions, blocks and events of one comparison while they are being built."""
 
     def __init__(self, queries, targets, scheme, block_penalty, min_event, min_identity,
-                 min_coverage, backend, device, chunk_length, progress=None):
+                 min_coverage, backend, device, chunk_length, progress=None, threads=1):
         self.queries = {q.id: q for q in queries}
         self.targets = {t.id: t for t in targets}
         self.scheme = scheme
@@ -1000,6 +1020,7 @@ class _Work:
         self.device = device
         self.chunk_length = chunk_length
         self.progress = progress
+        self.threads = threads
         self.regions: list[Region] = []
         self.blocks: list[AlignedBlock] = []
         self.events: list[Difference] = []
@@ -1023,7 +1044,7 @@ class _Work:
             piece = reverse_complement_codes(piece)
         window = self.targets[target_id].codes[target_start:target_end]
         alignment = trim_grown_ends(anchored_syntenic(piece, window, self.scheme, self.block_penalty, anchors,
-                                                      self.backend, self.device, self.progress),
+                                                      self.backend, self.device, self.progress, self.threads),
                                     piece, window, self.scheme, grown)
         alignment = join_small_differences(alignment, piece, window, self.scheme, self.min_event)
         alignment = widen_inverted_blocks(alignment, piece, window, self.scheme, self.min_event)
@@ -1319,6 +1340,8 @@ class _Work:
                                  backend=self.backend, device=self.device)
         if result is None:
             return False
+        from gpualign_plugin.pairwise.api import low_complexity_mask  # Numba: loaded where needed
+
         simple = int(low_complexity_mask(piece.codes)[result.query_start:result.query_end].sum())
         covered = min(result.query_end - result.query_start - simple, result.target_end - result.target_start)
         return (covered >= self.min_coverage * min(len(piece), len(window))

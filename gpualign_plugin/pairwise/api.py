@@ -22,19 +22,24 @@ from gpualign_plugin.scoring import ScoringScheme, Sequence, reverse_complement_
 _FROM_CPU_ENGINE = ("MODES", "align_pair", "score_pair", "score_pair_tiled")
 
 __all__ = ["align_pair_on", "align_records", "align_sequences", "alignment_of", "gpu_accepts",
-           "place_local", "score_pair_on", "strand_signs", *_FROM_CPU_ENGINE]
+           "low_complexity_mask", "place_local", "score_pair_on", "strand_signs", *_FROM_CPU_ENGINE]
 
 
 def __getattr__(name: str):
-    """The CPU engine's names, loaded on first use (PEP 562).
+    """The CPU engine's names and :func:`~gpualign_plugin.pairwise.low_complexity.low_complexity_mask`,
+    loaded on first use (PEP 562).
 
-    The CPU engine imports Numba (about 0.3 s); a GPU run goes through this module and loads
-    Numba only on a background thread while the device works (GPU.md, "Start-up").
+    Both import Numba (about 0.3 s); a GPU run goes through this module and loads Numba only on
+    a background thread while the device works (GPU.md, "Start-up").
     """
     if name in _FROM_CPU_ENGINE:
         from gpualign_plugin.pairwise import cpu
 
         return getattr(cpu, name)
+    if name == "low_complexity_mask":
+        from gpualign_plugin.pairwise.low_complexity import low_complexity_mask
+
+        return low_complexity_mask
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
