@@ -31,9 +31,11 @@ def _copy(path: str) -> str:
     try:
         with open(path, "rb") as source, os.fdopen(fd, "wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
-    except OSError as exc:
+    except BaseException as exc:  # Ctrl-C or SIGTERM while a long pipe is read: no copy left behind
         os.unlink(copy)
-        raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from exc
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from exc
+        raise
     return copy
 
 
