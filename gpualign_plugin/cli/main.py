@@ -155,8 +155,10 @@ def run(argv: list[str]) -> int:
     parser = build_parser(chosen_subcommand(argv))
     args = parser.parse_args(argv)
     args.argv = argv
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="gpualign: %(message)s", stream=sys.stderr)
+    # Only our logger follows -v: the libraries' debug lines (matplotlib's font search,
+    # Numba, CuPy) stay out of the user's log.
+    logging.basicConfig(level=logging.WARNING, format="gpualign: %(message)s", stream=sys.stderr)
+    logging.getLogger("gpualign").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if args.subcommand is None:
         parser.print_help()
         return 2
