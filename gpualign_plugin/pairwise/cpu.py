@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -372,9 +373,85 @@ class GotohProblem:
         return bool(done)
 
 
+@dataclass(frozen=True)
+class LiveRow:
+    """A row state of :class:`ReachingGotohProblem`: ``H`` and ``F`` of the live columns
+    ``lo..hi`` (every other column holds the lower bounds H = 0, F = ``NEG_INF``)."""
+
+    lo: int
+    hi: int
+    h: np.ndarray
+    f: np.ndarray
+
+
+class ReachingGotohProblem(GotohProblem):
+    """The local traceback of an alignment whose score and end cell are known, computing only
+    the cells that may lie on a path reaching that score there (docs/ALGORITHMS.md,
+    "Traceback of a local alignment"): a band around the alignment and the corner where it
+    may start, instead of every cell above and left of its end. The path is the one
+    :class:`GotohProblem` gives, byte for byte.
+
+    States are :class:`LiveRow`; the rows are computed in one pair of full-width buffers.
+    :attr:`cells` counts the cells computed; progress still reports the rectangle covered.
+    """
+
+    def __init__(self, query, target, matrix, scheme: ScoringScheme, end: PairScore,
+                 progress: Callable[[int], None] | None = None):
+        super().__init__(query, target, matrix, scheme, kernels.LOCAL, progress)
+        self.end = end
+        self.max_sub = int(matrix.max())
+        self.H = np.zeros(end.target_end + 1, dtype=np.int32)
+        self.F = np.full(end.target_end + 1, kernels.NEG_INF, dtype=np.int32)
+        self.cells = 0
+        self._dirs = np.empty(0, dtype=np.uint8)
+
+    def initial_state(self, width: int) -> LiveRow:
+        """Row 0: H = 0 everywhere, nothing live (a path only starts below it)."""
+        empty = np.empty(0, dtype=np.int32)
+        return LiveRow(width, -1, empty, empty)
+
+    def _rows(self, r0: int, r1: int, top: LiveRow, width: int, dirs) -> LiveRow:
+        """Rows ``r0+1..r1`` from ``top``; the buffers are back at lower bounds on return."""
+        lo, hi = top.lo, min(top.hi, width - 1)
+        self.H[lo:hi + 1] = top.h[:max(0, hi + 1 - lo)]
+        self.F[lo:hi + 1] = top.f[:max(0, hi + 1 - lo)]
+        end = self.end
+        lo, hi, cells = kernels.reaching_rows(
+            self.query, self.target, self.matrix, self.gap_open, self.gap_extend, r0, r1, width,
+            self.H, self.F, lo, hi, end.score, end.query_end, end.target_end, self.max_sub, dirs)
+        self.cells += cells
+        self._count((r1 - r0) * width)
+        row = LiveRow(lo, hi, self.H[lo:hi + 1].copy(), self.F[lo:hi + 1].copy())
+        self.H[lo:hi + 1] = 0
+        self.F[lo:hi + 1] = kernels.NEG_INF
+        return row
+
+    def forward(self, r0: int, top: LiveRow, width: int, save_rows) -> list[LiveRow]:
+        """States of the rows in ``save_rows``, computed from ``top`` (row ``r0``)."""
+        saved = []
+        scratch = np.empty((1, width), dtype=np.uint8)
+        for save_row in save_rows:
+            top = self._rows(r0, save_row, top, width, scratch)
+            saved.append(top)
+            r0 = save_row
+        return saved
+
+    def directions(self, r0: int, r1: int, top: LiveRow, width: int) -> np.ndarray:
+        """Direction bytes of rows ``r0+1..r1`` (unwritten where no path reaching the score runs).
+
+        The bands share one buffer, valid until the next call: a band writes a few bytes of
+        each row, and fresh memory would cost a page fault for each of them."""
+        if self._dirs.size < (r1 - r0) * width:
+            self._dirs = np.empty((r1 - r0) * width, dtype=np.uint8)
+        dirs = self._dirs[:(r1 - r0) * width].reshape(r1 - r0, width)
+        self._rows(r0, r1, top, width, dirs)
+        return dirs
+
+
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, threads: int = 1,
-               progress: Callable[[int], None] | None = None) -> PairAlignment:
+               progress: Callable[[int], None] | None = None,
+               end: PairScore | None = None) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR.
 
     The end cell comes from :func:`score_pair`; the traceback then uses one
@@ -404,16 +481,23 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         long pair): ``m * n`` when the end-cell pass is done, then the cells of
         each checkpoint segment and band of the traceback; in all at most
         :func:`align_cells` with one checkpoint level.
+    end : PairScore, optional
+        The score and end cell, when a score pass of this very pair (or of a range whose end
+        cell lies in it, by the end-cell rule) already found them: the end-cell pass is skipped.
 
     Returns
     -------
     PairAlignment
     """
     q, t, matrix, mode_code = _prepare(query_codes, target_codes, scheme, mode)
-    end = _end_cell(q, t, matrix, scheme, mode_code, thread_count(threads), progress)
+    if end is None:
+        end = _end_cell(q, t, matrix, scheme, mode_code, thread_count(threads), progress)
     if mode_code == kernels.LOCAL and end.score <= 0:
         return NO_PAIR_ALIGNMENT
-    problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)
+    if mode_code == kernels.LOCAL:
+        problem = ReachingGotohProblem(q, t, matrix, scheme, end, progress)
+    else:
+        problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)
     start = checkpointed_traceback(problem, end.query_end, end.target_end, kernels.STATE_H,
                                    memory_budget)
     return PairAlignment(end.score, start.row, end.query_end, start.col, end.target_end,

@@ -273,19 +273,19 @@ def cpu_aligners(threads: int | None) -> int:
 
 
 def _shared_aligner(gpu_align: Callable, cpu_align: Callable, gpu_threads: int) -> Callable:
-    """An ``align(q, t)`` for a pool of threads: the first ``gpu_threads`` threads that call
+    """An ``align(q, t, score)`` for a pool of threads: the first ``gpu_threads`` threads that call
     it align with ``gpu_align`` from then on, later threads with ``cpu_align``. Threads take
     the next alignment as they are free, so the engines share the alignments by speed;
     both engines return the same alignment, so the records do not depend on which ran."""
     local, lock, roles = threading.local(), threading.Lock(), [0]
 
-    def align(q: np.ndarray, t: np.ndarray):
+    def align(q: np.ndarray, t: np.ndarray, score: int):
         engine = getattr(local, "engine", None)
         if engine is None:
             with lock:
                 engine = local.engine = gpu_align if roles[0] < gpu_threads else cpu_align
                 roles[0] += 1
-        return engine(q, t)
+        return engine(q, t, score)
 
     return align
 
@@ -784,7 +784,8 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     on_gpu: list = []  # the cells of each window aligned on the GPU
     on_cpu: list = []  # and on the CPU
 
-    def align(q: np.ndarray, t: np.ndarray):
+    def align(q: np.ndarray, t: np.ndarray, score: int):
+        # The GPU finds the end cell again: its traceback starts from that pass's checkpoints.
         on_gpu.append(len(q) * len(t))
         profile = {} if engine.gpu_profile is not None else None
         with cupy.cuda.Device(device), cupy.cuda.Stream(non_blocking=True):
@@ -794,9 +795,10 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
             profiles.append(profile)
         return pair
 
-    def align_on_cpu(q: np.ndarray, t: np.ndarray):
+    def align_on_cpu(q: np.ndarray, t: np.ndarray, score: int):
         on_cpu.append(len(q) * len(t))
-        return engine.cpu.align_pair(q, t, scheme, "local", threads=1, progress=engine.on_progress)
+        return engine.cpu.align_pair(q, t, scheme, "local", threads=1, progress=engine.on_progress,
+                                     end=PairScore(score, len(q), len(t)))
 
     timing: dict = {}
     placed = _place_together(queries, targets, plans, scheme, scorer,
@@ -828,8 +830,9 @@ def _place_on_cpu(queries: list[Sequence], targets: list[Sequence], plans: list,
 
     scorer = cpu.PairScorer([t.codes for t in targets], scheme, threads, on_progress)
 
-    def align(q: np.ndarray, t: np.ndarray):
-        return cpu.align_pair(q, t, scheme, "local", threads=1, progress=on_progress)
+    def align(q: np.ndarray, t: np.ndarray, score: int):
+        return cpu.align_pair(q, t, scheme, "local", threads=1, progress=on_progress,
+                              end=PairScore(score, len(q), len(t)))
 
     return _place_together(queries, targets, plans, scheme, scorer, align, zdrop, on_cells,
                            scorer.threads)
@@ -866,8 +869,9 @@ def _place_together(queries: list[Sequence], targets: list[Sequence], plans: lis
     (exact at and above each query's significance floor, which is all the placement reads),
     the longest queries first and, with ``launch_cells``, only as many queries as fit that
     many cells (at least one); alignments go to a pool of ``workers`` threads, each
-    ``align(q, t)`` (a :class:`PairAlignment` of oriented codes) in the window of
-    :func:`window_start`. With ``overlap``, a score call starts whenever passes wait, while
+    ``align(q, t, score)`` (a :class:`PairAlignment` of oriented codes) in the window of
+    :func:`window_start`, whose last cell is the end cell of the optimal score ``score``
+    (the first of the window's cells scoring it, as it is in the pass's whole range). With ``overlap``, a score call starts whenever passes wait, while
     alignments run (the GPU engine: the launches fill the device between the latency-bound
     alignments); without, only when no alignment is running, so that the scorer's threads
     and the pool's never run at once (the CPU engine: ``--threads`` cores in all). With
@@ -896,8 +900,8 @@ def _place_together(queries: list[Sequence], targets: list[Sequence], plans: lis
 
     def aligned(item) -> Alignment | None:
         k, where, end = item
-        return _align_cut(queries[k], targets[where.t_index], _window(where, end, scheme), align,
-                          scheme, zdrop)
+        return _align_cut(queries[k], targets[where.t_index], _window(where, end, scheme),
+                          lambda q, t: align(q, t, end.score), scheme, zdrop)
 
     def advance(k: int, reply, pool) -> None:
         try:

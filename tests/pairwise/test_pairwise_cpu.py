@@ -22,7 +22,9 @@ from gpualign_plugin.pairwise import cpu as pairwise
 from gpualign_plugin.pairwise.api import align_sequences
 from gpualign_plugin.pairwise.cpu import align_pair, score_pair, score_pair_tiled
 from gpualign_plugin.pairwise.modes import MODES
+from gpualign_plugin.gotoh import STATE_H
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes, reverse_complement_text
+from gpualign_plugin.traceback.checkpoint import checkpointed_traceback
 
 AMINO_ACIDS = "ARNDCQEGHILKMFPSTWYV"
 
@@ -183,6 +185,51 @@ def test_checkpointed_traceback_equals_full_matrix(mode):
         budget = int(rng.choice([1, 16, 100, 700, 3000]))
         assert align_pair(q, t, scheme, mode, memory_budget=budget) == full, (q, t, budget)
         check_alignment(full, q, t, scheme, mode)
+
+
+def _traced(problem, end: PairScore, budget: int):
+    """Start cell and operations of ``problem``'s checkpointed traceback from ``end``."""
+    start = checkpointed_traceback(problem, end.query_end, end.target_end, STATE_H, budget)
+    return start.row, start.col, problem.ops[:problem.length].tobytes()
+
+
+def test_local_traceback_of_reaching_cells_only_equals_the_full_rectangle():
+    """The local traceback computes only the cells that may lie on a path reaching the score at
+    the end cell (pairwise.cpu.ReachingGotohProblem): the same path as every cell above and left
+    of the end (GotohProblem), on random, related and tie-heavy pairs of every scheme, with
+    budgets from one-row bands up; and align_pair given the end of its own pass (as placement
+    gives it) returns the same alignment."""
+    rng = np.random.default_rng(650)
+    for case in range(1500):
+        scheme, q, t = random_case(rng, 200 if case % 10 == 0 else 60, tie_heavy=case % 3 == 0)
+        q, t, matrix, mode = pairwise._prepare(q, t, scheme, "local")
+        end = score_pair(q, t, scheme, "local")
+        if end.score <= 0:
+            continue
+        budget = int(rng.choice([1, 16, 100, 700, 10**6]))
+        full = _traced(pairwise.GotohProblem(q, t, matrix, scheme, mode), end, budget)
+        assert _traced(pairwise.ReachingGotohProblem(q, t, matrix, scheme, end), end, budget) == full, \
+            (q, t, scheme.name, budget)
+        given = align_pair(q[:end.query_end], t[:end.target_end], scheme, "local", end=end)
+        assert given == align_pair(q, t, scheme, "local")
+
+
+def test_local_traceback_of_a_related_pair_computes_a_band_of_the_rectangle():
+    """On a 3 kbp pair at 97% identity inside 1 kbp of unrelated flanks the reaching cells are a
+    small part of the rectangle (the band and the corner where a path may start): counted over
+    the forward pass and the direction pass, under an eighth of the rectangle each."""
+    rng = np.random.default_rng(651)
+    scheme = SCHEMES[0]
+    q_text = random_text(rng, scheme, 3000)
+    q = scheme.alphabet.encode(q_text)
+    t = scheme.alphabet.encode(random_text(rng, scheme, 1000) + related_text(rng, scheme, q_text, 0.03)
+                               + random_text(rng, scheme, 1000))
+    q, t, matrix, mode = pairwise._prepare(q, t, scheme, "local")
+    end = score_pair(q, t, scheme, "local")
+    problem = pairwise.ReachingGotohProblem(q, t, matrix, scheme, end)
+    path = _traced(problem, end, 2**16)
+    assert path == _traced(pairwise.GotohProblem(q, t, matrix, scheme, mode), end, 2**16)
+    assert 0 < problem.cells < 2 * end.query_end * end.target_end / 8
 
 
 def test_checkpointed_traceback_on_repeats_crossing_many_bands():

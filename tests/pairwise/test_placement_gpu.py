@@ -106,7 +106,7 @@ def test_gpu_rounds_on_sliced_targets_equal_the_cpu_records(seed, monkeypatch):
     asked = []
     placement._place_together(
         queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME,
-        _CpuPairScorer(targets), lambda q, t: asked.append(1) or cpu_engine.align_pair(q, t, SCHEME, "local"),
+        _CpuPairScorer(targets), lambda q, t, _score: asked.append(1) or cpu_engine.align_pair(q, t, SCHEME, "local"),
         placement.ZDROP_BITS * math.log(2) / PARAMETERS.lam, None, workers=2)
     assert profile["score_launches"] > 0 and profile["alignments"] == len(asked) > 0
     # One GPU stream: the CPU threads take most of each round's alignments; same records.

@@ -108,7 +108,7 @@ def _rounds(queries, targets, zdrop_bits, prune, scorer=None, **options):
     scorer = scorer or _CpuPairScorer(targets)
     placed = placement._place_together(
         queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME, scorer,
-        lambda q, t: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
+        lambda q, t, _score: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
         None, workers=2, prune=prune, **options)
     return placed, scorer
 
@@ -128,7 +128,7 @@ def test_rounds_with_sliced_scores_and_windowed_alignments_give_the_cpu_records(
     counted = placement._CountedScorer(scorer, reports.append)
     placed = placement._place_together(
         queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME, counted,
-        lambda q, t: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
+        lambda q, t, _score: cpu.align_pair(q, t, SCHEME, "local"), zdrop_bits * math.log(2) / PARAMETERS.lam,
         cells.append, workers=2)
     assert placed == expected and any(a.is_supplementary for a in placed)
     assert len(cells) == len(queries)
@@ -262,7 +262,7 @@ def test_rounds_on_protein_targets_of_different_lengths_give_the_cpu_records(mon
 
     scorer = Scorer(targets)
     placed = placement._place_together(
-        queries, targets, plans, scheme, scorer, lambda q, t: cpu.align_pair(q, t, scheme, "local"),
+        queries, targets, plans, scheme, scorer, lambda q, t, _score: cpu.align_pair(q, t, scheme, "local"),
         placement.ZDROP_BITS * math.log(2) / parameters.lam, None, workers=2)
     assert placed == expected and {a.query_id for a in placed} == {"two", "shared"}
     assert scorer.pairs > 3 * len(targets)
@@ -275,7 +275,7 @@ def test_shared_aligner_gives_the_first_threads_the_gpu_role_and_keeps_each_thre
     calls, barrier = [], threading.Barrier(5)
 
     def engine(name):
-        def align(q, t):
+        def align(q, t, score):
             calls.append((threading.get_ident(), name))
             return name
         return align
@@ -284,9 +284,9 @@ def test_shared_aligner_gives_the_first_threads_the_gpu_role_and_keeps_each_thre
 
     def twice(_):
         barrier.wait()  # all five threads take their role before any calls again
-        first = shared(None, None)
+        first = shared(None, None, 0)
         barrier.wait()
-        return first, shared(None, None)
+        return first, shared(None, None, 0)
 
     with ThreadPoolExecutor(max_workers=5) as pool:
         roles = list(pool.map(twice, range(5)))
@@ -303,7 +303,7 @@ def test_rounds_with_alignments_shared_by_two_engines_give_the_cpu_records(monke
     used = []
 
     def engine(name):
-        def align(q, t):
+        def align(q, t, _score):
             used.append(name)
             return cpu.align_pair(q, t, SCHEME, "local")
         return align
