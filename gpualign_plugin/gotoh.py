@@ -357,31 +357,40 @@ def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, d
 
 @njit(cache=True, nogil=True)
 def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, hi, need,
-                  end_row, end_col, max_sub, dirs):
-    """Local rows ``r0+1..r1`` over columns ``0..width-1``, computing only the cells that may lie
-    on a path scoring ``need`` at the end cell ``(end_row, end_col)`` (docs/ALGORITHMS.md,
+                  end_row, end_col, max_sub, dirs, anchored):
+    """Rows ``r0+1..r1`` over columns ``0..width-1``, computing only the cells that may lie on a
+    path scoring ``need`` at the end cell ``(end_row, end_col)`` (docs/ALGORITHMS.md,
     "Traceback of a local alignment").
 
-    A cell is live when ``H + max_sub * min(end_row - i, end_col - j) >= need``; ``H``/``F``
-    hold row ``r0``'s state on entry (exact on its live columns ``lo..hi``, H = 0 and F =
-    ``NEG_INF`` elsewhere) and row ``r1``'s on return, with the same convention. Row ``i``
-    computes from its first live predecessor column (from column 1 where a path may start
-    in the row) to the last cell a live cell of row ``i-1`` or a start can reach, then on
-    while the row's cells stay live. ``dirs`` has ``r1 - r0`` rows of ``width`` bytes for
-    the computed cells' direction bytes (the others are left unwritten, and no path scoring
-    ``need`` reads them), or one row that each row overwrites (a forward pass).
+    Local (``anchored`` false): a cell is live when ``H + max_sub * min(end_row - i, end_col -
+    j) >= need``. Anchored (a path from ``(0, 0)``, no restart: the reversed suffixes of a
+    local alignment): also ``H >= 0``, since every suffix of an optimal local alignment scores
+    at least 0. ``H``/``F`` hold row ``r0``'s state on entry (exact on its live columns
+    ``lo..hi``, lower bounds elsewhere: H = 0 local or ``NEG_INF`` anchored, F = ``NEG_INF``)
+    and row ``r1``'s on return, with the same convention. Row ``i`` computes from its first
+    live predecessor column (from column 1 where a local path may start in the row) to the
+    last cell a live cell of row ``i-1`` or a start can reach, then on while the row's cells
+    stay live. ``dirs`` has ``r1 - r0`` rows of ``width`` bytes for the computed cells'
+    direction bytes (the others are left unwritten, and no path scoring ``need`` reads
+    them), or one row that each row overwrites.
 
     Returns
     -------
-    (int, int, int)
-        Row ``r1``'s first and last live columns (``width`` and ``-1`` when none) and the
-        number of cells computed.
+    (int, int, int, int, int)
+        Row ``r1``'s first and last live columns (``width`` and ``-1`` when none), the number
+        of cells computed, and the largest row and the largest column of a live cell whose
+        ``H`` equals ``need`` (``-1`` when none).
     """
     open_extend = gap_open + gap_extend
-    # A path's first pair scores at most max_sub, so it may start at (i, j) only when
+    floor = NEG_INF if anchored else 0
+    dead_h = NEG_INF if anchored else 0
+    least = 0 if anchored else NEG_INF
+    # A local path's first pair scores at most max_sub, so it may start at (i, j) only when
     # max_sub * (1 + min(end_row - i, end_col - j)) >= need: rows and columns <= end - k.
-    k = (need + max_sub - 1) // max_sub - 1
+    k = end_row + 1 if anchored else (need + max_sub - 1) // max_sub - 1
     cells = 0
+    far_row = -1
+    far_col = -1
     for i in range(r0 + 1, r1 + 1):
         restart_last = min(end_col - k, width - 1) if end_row - i >= k else 0
         start = 1 if restart_last >= 1 else lo
@@ -398,32 +407,37 @@ def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, h
         flat_until = end_col - rows_left
         threshold = need - max_sub * rows_left
         h_diag = H[start - 1]
-        h_left = 0
+        if start == 1:
+            H[0] = dead_h  # column 0: 0 in local mode, below every live value when anchored
+        h_left = dead_h
         e = NEG_INF
         j = start
         while j < width and (j <= reach or hi == j - 1):
             h_up = H[j]
             score = srow[b[j - 1]]
-            h, e_new, f = _cell(h_diag, h_left, h_up, e, F[j], score, open_extend, gap_extend, 0)
+            h, e_new, f = _cell(h_diag, h_left, h_up, e, F[j], score, open_extend, gap_extend, floor)
             row_dirs[j] = direction_byte(h, e_new, f, h_diag + score, h_left - open_extend,
-                                         h_up - open_extend, 0)
+                                         h_up - open_extend, floor)
             h_diag = h_up
-            if h >= threshold + max_sub * max(0, j - flat_until):
+            if h >= threshold + max_sub * max(0, j - flat_until) and h >= least:
                 H[j] = h
                 F[j] = f
                 e = e_new
                 h_left = h
                 lo = min(lo, j)
                 hi = j
+                if h == need:
+                    far_row = i
+                    far_col = max(far_col, j)
             else:
                 # Lower bounds (as a pruned tile's): no path scoring need passes here.
-                H[j] = 0
+                H[j] = dead_h
                 F[j] = NEG_INF
                 e = NEG_INF
-                h_left = 0
+                h_left = dead_h
             j += 1
         cells += j - start
-    return lo, hi, cells
+    return lo, hi, cells, far_row, far_col
 
 
 @njit(cache=True, nogil=True)

@@ -416,9 +416,10 @@ class ReachingGotohProblem(GotohProblem):
         self.H[lo:hi + 1] = top.h[:max(0, hi + 1 - lo)]
         self.F[lo:hi + 1] = top.f[:max(0, hi + 1 - lo)]
         end = self.end
-        lo, hi, cells = kernels.reaching_rows(
+        lo, hi, cells, _, _ = kernels.reaching_rows(
             self.query, self.target, self.matrix, self.gap_open, self.gap_extend, r0, r1, width,
-            self.H, self.F, lo, hi, end.score, end.query_end, end.target_end, self.max_sub, dirs)
+            self.H, self.F, lo, hi, end.score, end.query_end, end.target_end, self.max_sub, dirs,
+            False)
         self.cells += cells
         self._count((r1 - r0) * width)
         row = LiveRow(lo, hi, self.H[lo:hi + 1].copy(), self.F[lo:hi + 1].copy())
@@ -446,6 +447,28 @@ class ReachingGotohProblem(GotohProblem):
         dirs = self._dirs[:(r1 - r0) * width].reshape(r1 - r0, width)
         self._rows(r0, r1, top, width, dirs)
         return dirs
+
+
+def local_start_corner(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, scheme: ScoringScheme,
+                       end: PairScore) -> tuple[int, int]:
+    """The smallest row and the smallest column where an optimal local alignment ending at
+    ``end``'s cell (score ``end.score > 0``) may start (0-based: the cell before its first
+    pair), from an anchored pass over the reversed prefixes that computes only the cells of
+    paths scoring ``end.score``: a path through a cell must keep its suffix at 0 or more and
+    reach the score (:func:`~gpualign_plugin.gotoh.reaching_rows`). Every optimal alignment ending
+    there lies in rows and columns from these on, so the traceback needs no others
+    (docs/ALGORITHMS.md, "Traceback of a local alignment")."""
+    rows, cols = end.query_end, end.target_end
+    a = np.ascontiguousarray(q[:rows][::-1])
+    b = np.ascontiguousarray(t[:cols][::-1])
+    H = np.full(cols + 1, kernels.NEG_INF, dtype=np.int32)
+    H[0] = 0
+    F = np.full(cols + 1, kernels.NEG_INF, dtype=np.int32)
+    scratch = np.empty((1, cols + 1), dtype=np.uint8)
+    *_, far_row, far_col = kernels.reaching_rows(
+        a, b, matrix, scheme.gap_open, scheme.gap_extend, 0, rows, cols + 1, H, F, 1, 0,
+        end.score, rows, cols, int(matrix.max()), scratch, True)
+    return rows - far_row, cols - far_col
 
 
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
@@ -494,13 +517,17 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         end = _end_cell(q, t, matrix, scheme, mode_code, thread_count(threads), progress)
     if mode_code == kernels.LOCAL and end.score <= 0:
         return NO_PAIR_ALIGNMENT
+    row0 = col0 = 0
     if mode_code == kernels.LOCAL:
-        problem = ReachingGotohProblem(q, t, matrix, scheme, end, progress)
+        row0, col0 = local_start_corner(q, t, matrix, scheme, end)
+        problem = ReachingGotohProblem(q[row0:], t[col0:], matrix, scheme,
+                                       PairScore(end.score, end.query_end - row0, end.target_end - col0),
+                                       progress)
     else:
         problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)
-    start = checkpointed_traceback(problem, end.query_end, end.target_end, kernels.STATE_H,
-                                   memory_budget)
-    return PairAlignment(end.score, start.row, end.query_end, start.col, end.target_end,
+    start = checkpointed_traceback(problem, end.query_end - row0, end.target_end - col0,
+                                   kernels.STATE_H, memory_budget)
+    return PairAlignment(end.score, row0 + start.row, end.query_end, col0 + start.col, end.target_end,
                          kernels.cigar_from_ops(problem.ops[:problem.length]))
 
 

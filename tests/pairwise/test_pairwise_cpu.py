@@ -22,7 +22,7 @@ from gpualign_plugin.pairwise import cpu as pairwise
 from gpualign_plugin.pairwise.api import align_sequences
 from gpualign_plugin.pairwise.cpu import align_pair, score_pair, score_pair_tiled
 from gpualign_plugin.pairwise.modes import MODES
-from gpualign_plugin.gotoh import STATE_H
+from gpualign_plugin.gotoh import STATE_H, cigar_from_ops
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_codes, reverse_complement_text
 from gpualign_plugin.traceback.checkpoint import checkpointed_traceback
 
@@ -198,7 +198,8 @@ def test_local_traceback_of_reaching_cells_only_equals_the_full_rectangle():
     the end cell (pairwise.cpu.ReachingGotohProblem): the same path as every cell above and left
     of the end (GotohProblem), on random, related and tie-heavy pairs of every scheme, with
     budgets from one-row bands up; and align_pair given the end of its own pass (as placement
-    gives it) returns the same alignment."""
+    gives it) returns the same alignment, also when it first leaves out the rows and columns
+    above and left of every optimal start (pairwise.cpu.local_start_corner)."""
     rng = np.random.default_rng(650)
     for case in range(1500):
         scheme, q, t = random_case(rng, 200 if case % 10 == 0 else 60, tie_heavy=case % 3 == 0)
@@ -210,8 +211,48 @@ def test_local_traceback_of_reaching_cells_only_equals_the_full_rectangle():
         full = _traced(pairwise.GotohProblem(q, t, matrix, scheme, mode), end, budget)
         assert _traced(pairwise.ReachingGotohProblem(q, t, matrix, scheme, end), end, budget) == full, \
             (q, t, scheme.name, budget)
+        # align_pair also leaves out the rows and columns above and left of every optimal start.
+        aligned = align_pair(q, t, scheme, "local", memory_budget=budget)
+        assert (aligned.query_start, aligned.target_start, aligned.cigar) == \
+            (full[0], full[1], cigar_from_ops(np.frombuffer(full[2], dtype=np.uint8)))
         given = align_pair(q[:end.query_end], t[:end.target_end], scheme, "local", end=end)
-        assert given == align_pair(q, t, scheme, "local")
+        assert given == aligned
+
+
+def _start_corner_oracle(q, t, scheme, end: PairScore) -> tuple[int, int]:
+    """Plain Python: global Gotoh scores of every suffix pair ending at ``end``'s cell (the
+    reversed prefixes, anchored at the end); the smallest row and column of a suffix pair
+    scoring ``end.score``."""
+    a, b = q[:end.query_end][::-1], t[:end.target_end][::-1]
+    o, e, low = scheme.gap_open, scheme.gap_extend, -10**9
+    H = [[low] * (len(b) + 1) for _ in range(len(a) + 1)]
+    E = [[low] * (len(b) + 1) for _ in range(len(a) + 1)]
+    F = [[low] * (len(b) + 1) for _ in range(len(a) + 1)]
+    H[0][0] = 0
+    for i in range(len(a) + 1):
+        for j in range(len(b) + 1):
+            if i:
+                F[i][j] = max(H[i - 1][j] - o - e, F[i - 1][j] - e)
+            if j:
+                E[i][j] = max(H[i][j - 1] - o - e, E[i][j - 1] - e)
+            if i or j:
+                diagonal = H[i - 1][j - 1] + int(scheme.matrix[a[i - 1], b[j - 1]]) if i and j else low
+                H[i][j] = max(diagonal, E[i][j], F[i][j])
+    starts = [(i, j) for i in range(len(a) + 1) for j in range(len(b) + 1) if H[i][j] == end.score]
+    return end.query_end - max(i for i, _ in starts), end.target_end - max(j for _, j in starts)
+
+
+def test_local_start_corner_equals_the_plain_python_suffix_scores():
+    """The pruned anchored pass over the reversed prefixes finds the same corner as every
+    suffix pair's global score, on random, related and tie-heavy pairs of every scheme."""
+    rng = np.random.default_rng(652)
+    for case in range(300):
+        scheme, q, t = random_case(rng, 40, tie_heavy=case % 3 == 0)
+        q, t, matrix, _ = pairwise._prepare(q, t, scheme, "local")
+        end = score_pair(q, t, scheme, "local")
+        if end.score > 0:
+            assert pairwise.local_start_corner(q, t, matrix, scheme, end) == \
+                _start_corner_oracle(q, t, scheme, end), (q, t, scheme.name)
 
 
 def test_local_traceback_of_a_related_pair_computes_a_band_of_the_rectangle():
