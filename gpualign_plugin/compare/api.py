@@ -723,32 +723,47 @@ def anchored_syntenic(piece, window, scheme: ScoringScheme, block_penalty: int, 
             parts = list(pool.map(align, chunks))
     else:
         parts = [align(chunk) for chunk in chunks]
-    blocks: list[SyntenicBlock] = []
-    for ((x0, y0), _end), part in zip(chunks, parts):
-        for b in part.blocks:
-            _append_joined(blocks, SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0,
-                                                 b.target_start + y0, b.target_end + y0, b.score, b.cigar),
+    blocks = joined_blocks([SyntenicBlock(b.kind, b.query_start + x0, b.query_end + x0, b.target_start + y0,
+                                          b.target_end + y0, b.score, b.cigar)
+                            for ((x0, y0), _end), part in zip(chunks, parts) for b in part.blocks],
                            scheme, block_penalty)
     return SyntenicAlignment("query", "target", len(piece), len(window),
                              sum(b.score for b in blocks), block_penalty, tuple(blocks))
 
 
+def joined_blocks(blocks, scheme: ScoringScheme, block_penalty: int) -> list[SyntenicBlock]:
+    """``blocks`` (in alignment order) with each run of neighbours of one kind joined into one
+    block: difference blocks cost one block penalty together; matching regions score the sum
+    of their scores, one gap open less where a gap run of one continues in the next (the
+    columns score as before, and the continued run opens once:
+    :func:`~gpualign_plugin.model.column_scores`). Linear in the CIGAR runs."""
+    out: list[SyntenicBlock] = []
+    group: list[SyntenicBlock] = []
+    for block in [*blocks, None]:
+        if group and (block is None or block.kind != group[-1].kind):
+            first, last = group[0], group[-1]
+            if len(group) == 1:
+                out.append(first)
+            else:
+                if first.kind == "difference":
+                    score = -block_penalty
+                else:
+                    continued = sum(a.cigar.runs[-1][1] == b.cigar.runs[0][1] in "ID"
+                                    for a, b in zip(group, group[1:]))
+                    score = sum(b.score for b in group) + scheme.gap_open * continued
+                out.append(SyntenicBlock(first.kind, first.query_start, last.query_end,
+                                         first.target_start, last.target_end, score,
+                                         Cigar.from_runs([run for b in group for run in b.cigar.runs])))
+            group = []
+        if block is not None:
+            group.append(block)
+    return out
+
+
 def _append_joined(blocks: list, block: SyntenicBlock, scheme: ScoringScheme, block_penalty: int) -> None:
-    """Append ``block`` to ``blocks``, joined with the last one when they are of one kind: two
-    difference blocks cost one block penalty; two matching regions score the sum of their
-    scores, one gap open less where a gap run of one continues in the other (the columns
-    score as before, and the continued run opens once: :func:`~gpualign_plugin.model.column_scores`)."""
-    if blocks and blocks[-1].kind == block.kind:
-        previous = blocks.pop()
-        cigar = Cigar.from_runs(previous.cigar.runs + block.cigar.runs)
-        if block.kind == "difference":
-            score = -block_penalty
-        else:
-            continued = previous.cigar.runs[-1][1] == block.cigar.runs[0][1] in "ID"
-            score = previous.score + block.score + (scheme.gap_open if continued else 0)
-        block = SyntenicBlock(block.kind, previous.query_start, block.query_end,
-                              previous.target_start, block.target_end, score, cigar)
-    blocks.append(block)
+    """Append ``block`` to ``blocks``, joined with the last one when they are of one kind
+    (:func:`joined_blocks`)."""
+    blocks[max(0, len(blocks) - 1):] = joined_blocks([*blocks[-1:], block], scheme, block_penalty)
 
 
 def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.ndarray,
@@ -799,10 +814,9 @@ def trim_grown_ends(alignment: SyntenicAlignment, piece: np.ndarray, window: np.
                                 cigar),
                   SyntenicBlock("difference", qe, block.query_end, te, block.target_end, -penalty)]
         rest = blocks[:-1] if at_end else blocks[1:]
-        blocks = []
-        for b in (rest + pieces if at_end else pieces + rest):
-            if b.query_span or b.target_span:  # the cut side and a match with no column kept are empty
-                _append_joined(blocks, b, scheme, penalty)
+        # The cut side and a match with no column kept are empty.
+        blocks = joined_blocks([b for b in (rest + pieces if at_end else pieces + rest)
+                                if b.query_span or b.target_span], scheme, penalty)
     if blocks == list(alignment.blocks):
         return alignment
     return replace(alignment, score=sum(b.score for b in blocks), blocks=tuple(blocks))
@@ -813,7 +827,7 @@ def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, wind
     """``alignment`` (of ``piece`` against ``window``, codes) with each interior difference block
     whose sides are both shorter than ``min_event`` aligned through: its two sides aligned
     globally (exact, CPU; one side empty: one gap) and joined with the matching regions around
-    it into one (:func:`_append_joined`).
+    it into one (:func:`joined_blocks`).
 
     The syntenic alignment prefers a block break to a gap longer than about
     ``block_penalty / extend`` bases (23 with the DNA defaults), so an indel of 23 to 49 bases
@@ -827,7 +841,7 @@ def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, wind
     blocks = alignment.blocks
     if not any(_aligned_through(block, k, len(blocks), min_event) for k, block in enumerate(blocks)):
         return alignment
-    joined: list[SyntenicBlock] = []
+    parts: list[SyntenicBlock] = []
     for k, block in enumerate(blocks):
         if _aligned_through(block, k, len(blocks), min_event):
             qs, qe, ts, te = block.query_start, block.query_end, block.target_start, block.target_end
@@ -838,7 +852,8 @@ def join_small_differences(alignment: SyntenicAlignment, piece: np.ndarray, wind
                                         scheme, "global").cigar
             block = SyntenicBlock("match", qs, qe, ts, te, score_cigar(cigar, piece[qs:qe], window[ts:te], scheme),
                                   cigar)
-        _append_joined(joined, block, scheme, alignment.block_penalty)
+        parts.append(block)
+    joined = joined_blocks(parts, scheme, alignment.block_penalty)
     return replace(alignment, score=sum(b.score for b in joined), blocks=tuple(joined))
 
 

@@ -519,7 +519,11 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         return NO_PAIR_ALIGNMENT
     row0 = col0 = 0
     if mode_code == kernels.LOCAL:
-        row0, col0 = local_start_corner(q, t, matrix, scheme, end)
+        # Where a path may start anywhere in much of the rectangle (a weak alignment), the
+        # corner pass pays for itself; for a strong one the traceback's own bound is as tight.
+        reach = -(-end.score // max(1, int(matrix.max()))) - 1
+        if max(0, end.query_end - reach) * max(0, end.target_end - reach) * 8 > end.query_end * end.target_end:
+            row0, col0 = local_start_corner(q, t, matrix, scheme, end)
         problem = ReachingGotohProblem(q[row0:], t[col0:], matrix, scheme,
                                        PairScore(end.score, end.query_end - row0, end.target_end - col0),
                                        progress)

@@ -427,3 +427,24 @@ def test_a_gap_run_continued_across_a_join_opens_once():
     assert str(block.cigar) == "20=32D20="
     assert block.score == result.score == score_cigar(block.cigar, piece, window, SCHEME) == \
         80 - SCHEME.gap_open - 32 * SCHEME.gap_extend
+
+
+def test_joined_blocks_score_as_their_joined_cigar_and_differences_cost_one_penalty():
+    """Neighbouring blocks of one kind become one: matching regions score what their joined
+    CIGAR rescores to (a deletion run continued across the seam opens once), a run of
+    difference blocks costs one block penalty; blocks of the other kind stay apart."""
+    from gpualign_plugin.compare.api import joined_blocks
+    from gpualign_plugin.model import SyntenicBlock, score_cigar
+
+    q, t = SCHEME.alphabet.encode("ACGTACGTTTGCA"), SCHEME.alphabet.encode("ACGTAGGACGTTTGCA")
+    left, right = Cigar.from_runs([(5, "="), (2, "D")]), Cigar.from_runs([(1, "D"), (8, "=")])
+    parts = [SyntenicBlock("difference", 0, 0, 0, 0, -50), SyntenicBlock("difference", 0, 0, 0, 0, -50),
+             SyntenicBlock("match", 0, 5, 0, 7, score_cigar(left, q[:5], t[:7], SCHEME), left),
+             SyntenicBlock("match", 5, 13, 7, 16, score_cigar(right, q[5:], t[7:], SCHEME), right),
+             SyntenicBlock("difference", 13, 13, 16, 16, -50)]
+    joined = joined_blocks(parts, SCHEME, 50)
+    assert [b.kind for b in joined] == ["difference", "match", "difference"]
+    assert joined[0].score == joined[2].score == -50
+    match = joined[1]
+    assert str(match.cigar) == "5=3D8=" and (match.query_start, match.query_end, match.target_end) == (0, 13, 16)
+    assert match.score == score_cigar(match.cigar, q, t, SCHEME) == parts[2].score + parts[3].score + SCHEME.gap_open
