@@ -484,7 +484,10 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     returns the same path. Peak memory is ``memory_budget`` of direction bytes
     plus at most ``memory_budget`` of saved rows (8 bytes per column) per
     checkpoint level: measured 650 MiB peak RSS for two related 200 kbp DNA
-    sequences with the default budget (one level).
+    sequences with the default budget (one level). In local mode only the cells that
+    may lie on an optimal path are computed (:class:`ReachingGotohProblem`, after
+    :func:`local_start_corner` for a weak alignment): the same path, in a fraction of the
+    cells for a related pair.
 
     Parameters
     ----------
@@ -521,8 +524,9 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     if mode_code == kernels.LOCAL:
         # Where a path may start anywhere in much of the rectangle (a weak alignment), the
         # corner pass pays for itself; for a strong one the traceback's own bound is as tight.
-        reach = -(-end.score // max(1, int(matrix.max()))) - 1
-        if max(0, end.query_end - reach) * max(0, end.target_end - reach) * 8 > end.query_end * end.target_end:
+        pairs_after_first = -(-end.score // max(1, int(matrix.max()))) - 1
+        start_zone = max(0, end.query_end - pairs_after_first) * max(0, end.target_end - pairs_after_first)
+        if start_zone * 8 > end.query_end * end.target_end:
             row0, col0 = local_start_corner(q, t, matrix, scheme, end)
         problem = ReachingGotohProblem(q[row0:], t[col0:], matrix, scheme,
                                        PairScore(end.score, end.query_end - row0, end.target_end - col0),
