@@ -355,24 +355,31 @@ def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, d
             k += 1
 
 
+REACH_LOCAL, REACH_GLOBAL, REACH_SUFFIXES = 0, 1, 2
+"""What :func:`reaching_rows` computes: local or global rows towards a known end cell, or the
+anchored rows of the reversed prefixes (the suffixes of a local alignment, free at their far end)."""
+
+
 @njit(cache=True, nogil=True)
 def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, hi, need,
-                  end_row, end_col, max_sub, dirs, anchored):
+                  end_row, end_col, max_sub, dirs, kind):
     """Rows ``r0+1..r1`` over columns ``0..width-1``, computing only the cells that may lie on a
     path scoring ``need`` at the end cell ``(end_row, end_col)`` (docs/ALGORITHMS.md,
     "Traceback of a local alignment").
 
-    Local (``anchored`` false): a cell is live when ``H + max_sub * min(end_row - i, end_col -
-    j) >= need``. Anchored (a path from ``(0, 0)``, no restart: the reversed suffixes of a
-    local alignment): also ``H >= 0``, since every suffix of an optimal local alignment scores
-    at least 0. ``H``/``F`` hold row ``r0``'s state on entry (exact on its live columns
-    ``lo..hi``, lower bounds elsewhere: H = 0 local or ``NEG_INF`` anchored, F = ``NEG_INF``)
-    and row ``r1``'s on return, with the same convention. Row ``i`` computes from its first
-    live predecessor column (from column 1 where a local path may start in the row) to the
-    last cell a live cell of row ``i-1`` or a start can reach, then on while the row's cells
-    stay live. ``dirs`` has ``r1 - r0`` rows of ``width`` bytes for the computed cells'
-    direction bytes (the others are left unwritten, and no path scoring ``need`` reads
-    them), or one row that each row overwrites.
+    :data:`REACH_LOCAL` and :data:`REACH_GLOBAL`: a cell is live when ``H`` plus the most the
+    rest of a path to the end cell can add, ``max_sub * min(R, C) - gap_extend * |R - C|``
+    (``R``, ``C`` the rows and columns left), reaches ``need``. :data:`REACH_SUFFIXES` (a path
+    from ``(0, 0)``, no restart, free far end): ``H + max_sub * min(R, C) >= need`` and ``H
+    >= 0``, since every suffix of an optimal local alignment scores at least 0. ``H``/``F`` hold
+    row ``r0``'s state on entry (exact on its live columns ``lo..hi``, where ``lo = 0`` says
+    column 0 is live; lower bounds elsewhere: H = 0 local, ``NEG_INF`` otherwise, F =
+    ``NEG_INF``) and row ``r1``'s on return, with the same convention. Row ``i`` computes from
+    its first live predecessor column (from column 1 where a local path may start in the row,
+    or where global's column 0 is live) to the last cell a live cell of row ``i-1`` or a start
+    can reach, then on while the row's cells stay live. ``dirs`` has ``r1 - r0`` rows of
+    ``width`` bytes for the computed cells' direction bytes (the others are left unwritten, and
+    no path scoring ``need`` reads them), or one row that each row overwrites.
 
     Returns
     -------
@@ -382,34 +389,38 @@ def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, h
         ``H`` equals ``need`` (``-1`` when none).
     """
     open_extend = gap_open + gap_extend
-    floor = NEG_INF if anchored else 0
-    dead_h = NEG_INF if anchored else 0
-    least = 0 if anchored else NEG_INF
+    restarts = kind == REACH_LOCAL
+    floor = 0 if restarts else NEG_INF
+    dead_h = 0 if restarts else NEG_INF
+    least = 0 if kind == REACH_SUFFIXES else NEG_INF
+    # Towards a fixed end cell a path must also make up the difference of rows and columns left.
+    offset_cost = 0 if kind == REACH_SUFFIXES else gap_extend
     # A local path's first pair scores at most max_sub, so it may start at (i, j) only when
     # max_sub * (1 + min(end_row - i, end_col - j)) >= need: rows and columns <= end - k.
-    k = end_row + 1 if anchored else (need + max_sub - 1) // max_sub - 1
+    k = (need + max_sub - 1) // max_sub - 1 if restarts else end_row + 1
     cells = 0
     far_row = -1
     far_col = -1
     for i in range(r0 + 1, r1 + 1):
+        col0 = dead_h
+        if kind == REACH_GLOBAL:
+            rows_left = end_row - i
+            edge = -(gap_open + i * gap_extend)
+            if edge + max_sub * min(rows_left, end_col) - gap_extend * abs(rows_left - end_col) >= need:
+                col0 = edge
         restart_last = min(end_col - k, width - 1) if end_row - i >= k else 0
-        start = 1 if restart_last >= 1 else lo
-        reach = min(max(hi + 1, restart_last), width - 1)
-        lo = width
-        hi = -1
+        start = 1 if restart_last >= 1 or col0 > dead_h else max(1, lo)
+        reach = min(max(hi + 1, restart_last, 1 if col0 > dead_h else 0), width - 1)
+        h_diag = H[start - 1] if start <= reach else dead_h
+        H[0] = col0
+        lo = 0 if col0 > dead_h else width
+        hi = 0 if col0 > dead_h else -1
         if start > reach:
             continue
         srow = matrix[a[i - 1]]
         row_dirs = dirs[min(i - r0 - 1, dirs.shape[0] - 1)]
         rows_left = end_row - i
-        # Live: h >= need - max_sub * min(rows_left, end_col - j); the bound is need - max_sub *
-        # rows_left up to column end_col - rows_left, then grows by max_sub a column.
-        flat_until = end_col - rows_left
-        threshold = need - max_sub * rows_left
-        h_diag = H[start - 1]
-        if start == 1:
-            H[0] = dead_h  # column 0: 0 in local mode, below every live value when anchored
-        h_left = dead_h
+        h_left = col0 if start == 1 else dead_h
         e = NEG_INF
         j = start
         while j < width and (j <= reach or hi == j - 1):
@@ -419,7 +430,9 @@ def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, h
             row_dirs[j] = direction_byte(h, e_new, f, h_diag + score, h_left - open_extend,
                                          h_up - open_extend, floor)
             h_diag = h_up
-            if h >= threshold + max_sub * max(0, j - flat_until) and h >= least:
+            cols_left = end_col - j
+            rest = max_sub * min(rows_left, cols_left) - offset_cost * abs(rows_left - cols_left)
+            if h + rest >= need and h >= least:
                 H[j] = h
                 F[j] = f
                 e = e_new

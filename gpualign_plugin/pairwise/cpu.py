@@ -385,30 +385,42 @@ class LiveRow:
 
 
 class ReachingGotohProblem(GotohProblem):
-    """The local traceback of an alignment whose score and end cell are known, computing only
-    the cells that may lie on a path reaching that score there (docs/ALGORITHMS.md,
-    "Traceback of a local alignment"): a band around the alignment and the corner where it
-    may start, instead of every cell above and left of its end. The path is the one
-    :class:`GotohProblem` gives, byte for byte.
+    """The local or global traceback of an alignment whose score and end cell are known,
+    computing only the cells that may lie on a path reaching that score there
+    (docs/ALGORITHMS.md, "Traceback of a local alignment"): a band around the alignment (and,
+    local, the corner where it may start) instead of every cell above and left of its end.
+    The path is the one :class:`GotohProblem` gives, byte for byte.
 
     States are :class:`LiveRow`; the rows are computed in one pair of full-width buffers.
     :attr:`cells` counts the cells computed; progress still reports the rectangle covered.
     """
 
     def __init__(self, query, target, matrix, scheme: ScoringScheme, end: PairScore,
-                 progress: Callable[[int], None] | None = None):
-        super().__init__(query, target, matrix, scheme, kernels.LOCAL, progress)
+                 progress: Callable[[int], None] | None = None, mode_code: int = kernels.LOCAL):
+        super().__init__(query, target, matrix, scheme, mode_code, progress)
         self.end = end
         self.max_sub = int(matrix.max())
-        self.H = np.zeros(end.target_end + 1, dtype=np.int32)
+        self.kind = kernels.REACH_LOCAL if mode_code == kernels.LOCAL else kernels.REACH_GLOBAL
+        self.dead_h = 0 if mode_code == kernels.LOCAL else kernels.NEG_INF
+        self.H = np.full(end.target_end + 1, self.dead_h, dtype=np.int32)
         self.F = np.full(end.target_end + 1, kernels.NEG_INF, dtype=np.int32)
         self.cells = 0
         self._dirs = np.empty(0, dtype=np.uint8)
 
     def initial_state(self, width: int) -> LiveRow:
-        """Row 0: H = 0 everywhere, nothing live (a path only starts below it)."""
-        empty = np.empty(0, dtype=np.int32)
-        return LiveRow(width, -1, empty, empty)
+        """Row 0. Local: H = 0 everywhere, nothing live (a path only starts below it). Global:
+        the gap costs of row 0 where a path from there can still reach the score."""
+        if self.kind == kernels.REACH_LOCAL:
+            empty = np.empty(0, dtype=np.int32)
+            return LiveRow(width, -1, empty, empty)
+        columns = np.arange(width, dtype=np.int64)
+        h = np.where(columns == 0, 0, -(self.gap_open + columns * self.gap_extend))
+        rows_left, cols_left = self.end.query_end, self.end.target_end - columns
+        rest = self.max_sub * np.minimum(rows_left, cols_left) - self.gap_extend * np.abs(rows_left - cols_left)
+        live = h + rest >= self.end.score
+        hi = int(np.flatnonzero(live)[-1])
+        h = np.where(live, h, kernels.NEG_INF)[:hi + 1].astype(np.int32)
+        return LiveRow(0, hi, h, np.full(hi + 1, kernels.NEG_INF, dtype=np.int32))
 
     def _rows(self, r0: int, r1: int, top: LiveRow, width: int, dirs) -> LiveRow:
         """Rows ``r0+1..r1`` from ``top``; the buffers are back at lower bounds on return."""
@@ -419,11 +431,11 @@ class ReachingGotohProblem(GotohProblem):
         lo, hi, cells, _, _ = kernels.reaching_rows(
             self.query, self.target, self.matrix, self.gap_open, self.gap_extend, r0, r1, width,
             self.H, self.F, lo, hi, end.score, end.query_end, end.target_end, self.max_sub, dirs,
-            False)
+            self.kind)
         self.cells += cells
         self._count((r1 - r0) * width)
         row = LiveRow(lo, hi, self.H[lo:hi + 1].copy(), self.F[lo:hi + 1].copy())
-        self.H[lo:hi + 1] = 0
+        self.H[lo:hi + 1] = self.dead_h
         self.F[lo:hi + 1] = kernels.NEG_INF
         return row
 
@@ -466,8 +478,8 @@ def local_start_corner(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, scheme:
     F = np.full(cols + 1, kernels.NEG_INF, dtype=np.int32)
     scratch = np.empty((1, cols + 1), dtype=np.uint8)
     *_, far_row, far_col = kernels.reaching_rows(
-        a, b, matrix, scheme.gap_open, scheme.gap_extend, 0, rows, cols + 1, H, F, 1, 0,
-        end.score, rows, cols, int(matrix.max()), scratch, True)
+        a, b, matrix, scheme.gap_open, scheme.gap_extend, 0, rows, cols + 1, H, F, 0, 0,
+        end.score, rows, cols, int(matrix.max()), scratch, kernels.REACH_SUFFIXES)
     return rows - far_row, cols - far_col
 
 
@@ -531,6 +543,8 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         problem = ReachingGotohProblem(q[row0:], t[col0:], matrix, scheme,
                                        PairScore(end.score, end.query_end - row0, end.target_end - col0),
                                        progress)
+    elif mode_code == kernels.GLOBAL:
+        problem = ReachingGotohProblem(q, t, matrix, scheme, end, progress, kernels.GLOBAL)
     else:
         problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)
     start = checkpointed_traceback(problem, end.query_end - row0, end.target_end - col0,

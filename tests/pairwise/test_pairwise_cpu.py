@@ -193,30 +193,32 @@ def _traced(problem, end: PairScore, budget: int):
     return start.row, start.col, problem.ops[:problem.length].tobytes()
 
 
-def test_local_traceback_of_reaching_cells_only_equals_the_full_rectangle():
-    """The local traceback computes only the cells that may lie on a path reaching the score at
-    the end cell (pairwise.cpu.ReachingGotohProblem): the same path as every cell above and left
-    of the end (GotohProblem), on random, related and tie-heavy pairs of every scheme, with
-    budgets from one-row bands up; and align_pair given the end of its own pass (as placement
-    gives it) returns the same alignment, also when it first leaves out the rows and columns
-    above and left of every optimal start (pairwise.cpu.local_start_corner)."""
-    rng = np.random.default_rng(650)
+@pytest.mark.parametrize("mode", ["local", "global"])
+def test_traceback_of_reaching_cells_only_equals_the_full_rectangle(mode):
+    """The local and global tracebacks compute only the cells that may lie on a path reaching
+    the score at the end cell (pairwise.cpu.ReachingGotohProblem): the same path as every cell
+    above and left of the end (GotohProblem), on random, related and tie-heavy pairs of every
+    scheme, with budgets from one-row bands up; align_pair returns it, also when it first
+    leaves out the rows and columns above and left of every optimal local start
+    (pairwise.cpu.local_start_corner), and when it is given the end of its own pass (as
+    placement gives it)."""
+    rng = np.random.default_rng(650 + MODES.index(mode))
     for case in range(1500):
         scheme, q, t = random_case(rng, 200 if case % 10 == 0 else 60, tie_heavy=case % 3 == 0)
-        q, t, matrix, mode = pairwise._prepare(q, t, scheme, "local")
-        end = score_pair(q, t, scheme, "local")
-        if end.score <= 0:
+        q, t, matrix, mode_code = pairwise._prepare(q, t, scheme, mode)
+        end = score_pair(q, t, scheme, mode)
+        if mode == "local" and end.score <= 0:
             continue
         budget = int(rng.choice([1, 16, 100, 700, 10**6]))
-        full = _traced(pairwise.GotohProblem(q, t, matrix, scheme, mode), end, budget)
-        assert _traced(pairwise.ReachingGotohProblem(q, t, matrix, scheme, end), end, budget) == full, \
-            (q, t, scheme.name, budget)
-        # align_pair also leaves out the rows and columns above and left of every optimal start.
-        aligned = align_pair(q, t, scheme, "local", memory_budget=budget)
+        full = _traced(pairwise.GotohProblem(q, t, matrix, scheme, mode_code), end, budget)
+        reaching = pairwise.ReachingGotohProblem(q, t, matrix, scheme, end, None, mode_code)
+        assert _traced(reaching, end, budget) == full, (q, t, scheme.name, budget)
+        aligned = align_pair(q, t, scheme, mode, memory_budget=budget)
         assert (aligned.query_start, aligned.target_start, aligned.cigar) == \
             (full[0], full[1], cigar_from_ops(np.frombuffer(full[2], dtype=np.uint8)))
-        given = align_pair(q[:end.query_end], t[:end.target_end], scheme, "local", end=end)
-        assert given == aligned
+        if mode == "local":
+            given = align_pair(q[:end.query_end], t[:end.target_end], scheme, "local", end=end)
+            assert given == aligned
 
 
 def _start_corner_oracle(q, t, scheme, end: PairScore) -> tuple[int, int]:
@@ -255,21 +257,23 @@ def test_local_start_corner_equals_the_plain_python_suffix_scores():
                 _start_corner_oracle(q, t, scheme, end), (q, t, scheme.name)
 
 
-def test_local_traceback_of_a_related_pair_computes_a_band_of_the_rectangle():
-    """On a 3 kbp pair at 97% identity inside 1 kbp of unrelated flanks the reaching cells are a
-    small part of the rectangle (the band and the corner where a path may start): counted over
-    the forward pass and the direction pass, under an eighth of the rectangle each."""
+@pytest.mark.parametrize("mode", ["local", "global"])
+def test_traceback_of_a_related_pair_computes_a_band_of_the_rectangle(mode):
+    """On a 3 kbp pair at 97% identity (local: inside 1 kbp of unrelated flanks) the reaching
+    cells are a small part of the rectangle (the band, and where a local path may start):
+    counted over the forward pass and the direction pass, under an eighth of the rectangle each."""
     rng = np.random.default_rng(651)
     scheme = SCHEMES[0]
     q_text = random_text(rng, scheme, 3000)
+    flank = 1000 if mode == "local" else 0
     q = scheme.alphabet.encode(q_text)
-    t = scheme.alphabet.encode(random_text(rng, scheme, 1000) + related_text(rng, scheme, q_text, 0.03)
-                               + random_text(rng, scheme, 1000))
-    q, t, matrix, mode = pairwise._prepare(q, t, scheme, "local")
-    end = score_pair(q, t, scheme, "local")
-    problem = pairwise.ReachingGotohProblem(q, t, matrix, scheme, end)
+    t = scheme.alphabet.encode(random_text(rng, scheme, flank) + related_text(rng, scheme, q_text, 0.03)
+                               + random_text(rng, scheme, flank))
+    q, t, matrix, mode_code = pairwise._prepare(q, t, scheme, mode)
+    end = score_pair(q, t, scheme, mode)
+    problem = pairwise.ReachingGotohProblem(q, t, matrix, scheme, end, None, mode_code)
     path = _traced(problem, end, 2**16)
-    assert path == _traced(pairwise.GotohProblem(q, t, matrix, scheme, mode), end, 2**16)
+    assert path == _traced(pairwise.GotohProblem(q, t, matrix, scheme, mode_code), end, 2**16)
     assert 0 < problem.cells < 2 * end.query_end * end.target_end / 8
 
 
