@@ -356,7 +356,8 @@ def band_directions(a, b, matrix, gap_open, gap_extend, mode, r0, width, H, F, d
 
 
 REACH_LOCAL, REACH_GLOBAL, REACH_SUFFIXES = 0, 1, 2
-"""What :func:`reaching_rows` computes: local or global rows towards a known end cell, or the
+"""What :func:`reaching_rows` computes: local rows, or rows without restart whose column 0 holds
+the gap costs (global and semiglobal: row 0 is the caller's), towards a known end cell; or the
 anchored rows of the reversed prefixes (the suffixes of a local alignment, free at their far end)."""
 
 

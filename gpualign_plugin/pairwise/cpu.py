@@ -385,7 +385,7 @@ class LiveRow:
 
 
 class ReachingGotohProblem(GotohProblem):
-    """The local or global traceback of an alignment whose score and end cell are known,
+    """The traceback (any mode) of an alignment whose score and end cell are known,
     computing only the cells that may lie on a path reaching that score there
     (docs/ALGORITHMS.md, "Traceback of a local alignment"): a band around the alignment (and,
     local, the corner where it may start) instead of every cell above and left of its end.
@@ -409,18 +409,19 @@ class ReachingGotohProblem(GotohProblem):
 
     def initial_state(self, width: int) -> LiveRow:
         """Row 0. Local: H = 0 everywhere, nothing live (a path only starts below it). Global:
-        the gap costs of row 0 where a path from there can still reach the score."""
+        its gap costs, semiglobal: 0, where a path from there can still reach the score."""
         if self.kind == kernels.REACH_LOCAL:
             empty = np.empty(0, dtype=np.int32)
             return LiveRow(width, -1, empty, empty)
         columns = np.arange(width, dtype=np.int64)
-        h = np.where(columns == 0, 0, -(self.gap_open + columns * self.gap_extend))
+        h = np.where((columns == 0) | (self.mode == kernels.SEMIGLOBAL), 0,
+                     -(self.gap_open + columns * self.gap_extend))
         rows_left, cols_left = self.end.query_end, self.end.target_end - columns
         rest = self.max_sub * np.minimum(rows_left, cols_left) - self.gap_extend * np.abs(rows_left - cols_left)
-        live = h + rest >= self.end.score
-        hi = int(np.flatnonzero(live)[-1])
-        h = np.where(live, h, kernels.NEG_INF)[:hi + 1].astype(np.int32)
-        return LiveRow(0, hi, h, np.full(hi + 1, kernels.NEG_INF, dtype=np.int32))
+        live = np.flatnonzero(h + rest >= self.end.score)
+        lo, hi = int(live[0]), int(live[-1])
+        h = np.where(h + rest >= self.end.score, h, kernels.NEG_INF)[lo:hi + 1].astype(np.int32)
+        return LiveRow(lo, hi, h, np.full(hi + 1 - lo, kernels.NEG_INF, dtype=np.int32))
 
     def _rows(self, r0: int, r1: int, top: LiveRow, width: int, dirs) -> LiveRow:
         """Rows ``r0+1..r1`` from ``top``; the buffers are back at lower bounds on return."""
@@ -486,7 +487,7 @@ def local_start_corner(q: np.ndarray, t: np.ndarray, matrix: np.ndarray, scheme:
 def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
                memory_budget: int = DEFAULT_MEMORY_BUDGET, threads: int = 1,
                progress: Callable[[int], None] | None = None,
-               end: PairScore | None = None) -> PairAlignment:
+               end: PairScore | None = None, prune: bool = True) -> PairAlignment:
     """Optimal alignment of one pair with its CIGAR.
 
     The end cell comes from :func:`score_pair`; the traceback then uses one
@@ -496,8 +497,8 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     returns the same path. Peak memory is ``memory_budget`` of direction bytes
     plus at most ``memory_budget`` of saved rows (8 bytes per column) per
     checkpoint level: measured 650 MiB peak RSS for two related 200 kbp DNA
-    sequences with the default budget (one level). In local mode only the cells that
-    may lie on an optimal path are computed (:class:`ReachingGotohProblem`, after
+    sequences with the default budget (one level). Only the cells that may lie on an optimal
+    path are computed (:class:`ReachingGotohProblem`; local mode after
     :func:`local_start_corner` for a weak alignment): the same path, in a fraction of the
     cells for a related pair.
 
@@ -522,6 +523,9 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     end : PairScore, optional
         The score and end cell, when a score pass of this very pair (or of a range whose end
         cell lies in it, by the end-cell rule) already found them: the end-cell pass is skipped.
+    prune : bool
+        False computes every cell above and left of the end cell (:class:`GotohProblem`: the
+        same alignment, for measuring what the reaching cells save).
 
     Returns
     -------
@@ -533,7 +537,9 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
     if mode_code == kernels.LOCAL and end.score <= 0:
         return NO_PAIR_ALIGNMENT
     row0 = col0 = 0
-    if mode_code == kernels.LOCAL:
+    if not prune:
+        problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)
+    elif mode_code == kernels.LOCAL:
         # Where a path may start anywhere in much of the rectangle (a weak alignment), the
         # corner pass pays for itself; for a strong one the traceback's own bound is as tight.
         pairs_after_first = -(-end.score // max(1, int(matrix.max()))) - 1
@@ -543,10 +549,8 @@ def align_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
         problem = ReachingGotohProblem(q[row0:], t[col0:], matrix, scheme,
                                        PairScore(end.score, end.query_end - row0, end.target_end - col0),
                                        progress)
-    elif mode_code == kernels.GLOBAL:
-        problem = ReachingGotohProblem(q, t, matrix, scheme, end, progress, kernels.GLOBAL)
     else:
-        problem = GotohProblem(q, t, matrix, scheme, mode_code, progress)
+        problem = ReachingGotohProblem(q, t, matrix, scheme, end, progress, mode_code)
     start = checkpointed_traceback(problem, end.query_end - row0, end.target_end - col0,
                                    kernels.STATE_H, memory_budget)
     return PairAlignment(end.score, row0 + start.row, end.query_end, col0 + start.col, end.target_end,

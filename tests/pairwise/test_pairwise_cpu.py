@@ -193,9 +193,9 @@ def _traced(problem, end: PairScore, budget: int):
     return start.row, start.col, problem.ops[:problem.length].tobytes()
 
 
-@pytest.mark.parametrize("mode", ["local", "global"])
+@pytest.mark.parametrize("mode", MODES)
 def test_traceback_of_reaching_cells_only_equals_the_full_rectangle(mode):
-    """The local and global tracebacks compute only the cells that may lie on a path reaching
+    """The tracebacks of every mode compute only the cells that may lie on a path reaching
     the score at the end cell (pairwise.cpu.ReachingGotohProblem): the same path as every cell
     above and left of the end (GotohProblem), on random, related and tie-heavy pairs of every
     scheme, with budgets from one-row bands up; align_pair returns it, also when it first
@@ -216,6 +216,7 @@ def test_traceback_of_reaching_cells_only_equals_the_full_rectangle(mode):
         aligned = align_pair(q, t, scheme, mode, memory_budget=budget)
         assert (aligned.query_start, aligned.target_start, aligned.cigar) == \
             (full[0], full[1], cigar_from_ops(np.frombuffer(full[2], dtype=np.uint8)))
+        assert align_pair(q, t, scheme, mode, memory_budget=budget, prune=False) == aligned
         if mode == "local":
             given = align_pair(q[:end.query_end], t[:end.target_end], scheme, "local", end=end)
             assert given == aligned
@@ -257,15 +258,15 @@ def test_local_start_corner_equals_the_plain_python_suffix_scores():
                 _start_corner_oracle(q, t, scheme, end), (q, t, scheme.name)
 
 
-@pytest.mark.parametrize("mode", ["local", "global"])
+@pytest.mark.parametrize("mode", MODES)
 def test_traceback_of_a_related_pair_computes_a_band_of_the_rectangle(mode):
-    """On a 3 kbp pair at 97% identity (local: inside 1 kbp of unrelated flanks) the reaching
+    """On a 3 kbp pair at 97% identity (local, semiglobal: inside 1 kbp of unrelated flanks) the reaching
     cells are a small part of the rectangle (the band, and where a local path may start):
     counted over the forward pass and the direction pass, under an eighth of the rectangle each."""
     rng = np.random.default_rng(651)
     scheme = SCHEMES[0]
     q_text = random_text(rng, scheme, 3000)
-    flank = 1000 if mode == "local" else 0
+    flank = 0 if mode == "global" else 1000
     q = scheme.alphabet.encode(q_text)
     t = scheme.alphabet.encode(random_text(rng, scheme, flank) + related_text(rng, scheme, q_text, 0.03)
                                + random_text(rng, scheme, flank))
