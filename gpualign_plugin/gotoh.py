@@ -361,6 +361,13 @@ the gap costs (global and semiglobal: row 0 is the caller's), towards a known en
 anchored rows of the reversed prefixes (the suffixes of a local alignment, free at their far end)."""
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _rest_bound(rows_left, cols_left, max_sub, offset_cost):
+    """The most the rest of a path can add with ``rows_left`` rows and ``cols_left`` columns to
+    go: a pair each at most ``max_sub``, a gap column each for their difference at ``offset_cost``."""
+    return max_sub * min(rows_left, cols_left) - offset_cost * abs(rows_left - cols_left)
+
+
 @njit(cache=True, nogil=True)
 def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, hi, need,
                   end_row, end_col, max_sub, dirs, kind):
@@ -403,13 +410,13 @@ def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, h
     far_row = -1
     far_col = -1
     for i in range(r0 + 1, r1 + 1):
+        rows_left = end_row - i
         col0 = dead_h
         if kind == REACH_GLOBAL:
-            rows_left = end_row - i
             edge = -(gap_open + i * gap_extend)
-            if edge + max_sub * min(rows_left, end_col) - gap_extend * abs(rows_left - end_col) >= need:
+            if edge + _rest_bound(rows_left, end_col, max_sub, offset_cost) >= need:
                 col0 = edge
-        restart_last = min(end_col - k, width - 1) if end_row - i >= k else 0
+        restart_last = min(end_col - k, width - 1) if rows_left >= k else 0
         start = 1 if restart_last >= 1 or col0 > dead_h else max(1, lo)
         reach = min(max(hi + 1, restart_last, 1 if col0 > dead_h else 0), width - 1)
         h_diag = H[start - 1] if start <= reach else dead_h
@@ -420,7 +427,6 @@ def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, h
             continue
         srow = matrix[a[i - 1]]
         row_dirs = dirs[min(i - r0 - 1, dirs.shape[0] - 1)]
-        rows_left = end_row - i
         h_left = col0 if start == 1 else dead_h
         e = NEG_INF
         j = start
@@ -431,9 +437,7 @@ def reaching_rows(a, b, matrix, gap_open, gap_extend, r0, r1, width, H, F, lo, h
             row_dirs[j] = direction_byte(h, e_new, f, h_diag + score, h_left - open_extend,
                                          h_up - open_extend, floor)
             h_diag = h_up
-            cols_left = end_col - j
-            rest = max_sub * min(rows_left, cols_left) - offset_cost * abs(rows_left - cols_left)
-            if h + rest >= need and h >= least:
+            if h + _rest_bound(rows_left, end_col - j, max_sub, offset_cost) >= need and h >= least:
                 H[j] = h
                 F[j] = f
                 e = e_new

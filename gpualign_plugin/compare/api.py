@@ -68,6 +68,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import groupby
 from typing import Callable
 
 import numpy as np
@@ -738,25 +739,19 @@ def joined_blocks(blocks, scheme: ScoringScheme, block_penalty: int) -> list[Syn
     columns score as before, and the continued run opens once:
     :func:`~gpualign_plugin.model.column_scores`). Linear in the CIGAR runs."""
     out: list[SyntenicBlock] = []
-    group: list[SyntenicBlock] = []
-    for block in [*blocks, None]:
-        if group and (block is None or block.kind != group[-1].kind):
-            first, last = group[0], group[-1]
-            if len(group) == 1:
-                out.append(first)
-            else:
-                if first.kind == "difference":
-                    score = -block_penalty
-                else:
-                    continued = sum(a.cigar.runs[-1][1] == b.cigar.runs[0][1] in "ID"
-                                    for a, b in zip(group, group[1:]))
-                    score = sum(b.score for b in group) + scheme.gap_open * continued
-                out.append(SyntenicBlock(first.kind, first.query_start, last.query_end,
-                                         first.target_start, last.target_end, score,
-                                         Cigar.from_runs([run for b in group for run in b.cigar.runs])))
-            group = []
-        if block is not None:
-            group.append(block)
+    for kind, run in groupby(blocks, key=lambda b: b.kind):
+        group = list(run)
+        first, last = group[0], group[-1]
+        if len(group) == 1:
+            out.append(first)
+            continue
+        if kind == "difference":
+            score = -block_penalty
+        else:
+            continued = sum(a.cigar.runs[-1][1] == b.cigar.runs[0][1] in "ID" for a, b in zip(group, group[1:]))
+            score = sum(b.score for b in group) + scheme.gap_open * continued
+        out.append(SyntenicBlock(kind, first.query_start, last.query_end, first.target_start, last.target_end,
+                                 score, Cigar.from_runs([r for b in group for r in b.cigar.runs])))
     return out
 
 

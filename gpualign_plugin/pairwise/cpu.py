@@ -376,7 +376,8 @@ class GotohProblem:
 @dataclass(frozen=True)
 class LiveRow:
     """A row state of :class:`ReachingGotohProblem`: ``H`` and ``F`` of the live columns
-    ``lo..hi`` (every other column holds the lower bounds H = 0, F = ``NEG_INF``)."""
+    ``lo..hi`` (every other column holds the lower bounds: H = 0 in local mode, ``NEG_INF``
+    otherwise; F = ``NEG_INF``)."""
 
     lo: int
     hi: int
@@ -418,9 +419,9 @@ class ReachingGotohProblem(GotohProblem):
                      -(self.gap_open + columns * self.gap_extend))
         rows_left, cols_left = self.end.query_end, self.end.target_end - columns
         rest = self.max_sub * np.minimum(rows_left, cols_left) - self.gap_extend * np.abs(rows_left - cols_left)
-        live = np.flatnonzero(h + rest >= self.end.score)
-        lo, hi = int(live[0]), int(live[-1])
-        h = np.where(h + rest >= self.end.score, h, kernels.NEG_INF)[lo:hi + 1].astype(np.int32)
+        live = h + rest >= self.end.score
+        lo, hi = (int(k) for k in np.flatnonzero(live)[[0, -1]])
+        h = np.where(live, h, kernels.NEG_INF)[lo:hi + 1].astype(np.int32)
         return LiveRow(lo, hi, h, np.full(hi + 1 - lo, kernels.NEG_INF, dtype=np.int32))
 
     def _rows(self, r0: int, r1: int, top: LiveRow, width: int, dirs) -> LiveRow:

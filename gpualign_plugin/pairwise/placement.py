@@ -871,9 +871,9 @@ def _place_together(queries: list[Sequence], targets: list[Sequence], plans: lis
     many cells (at least one); alignments go to a pool of ``workers`` threads, each
     ``align(q, t, score)`` (a :class:`PairAlignment` of oriented codes) in the window of
     :func:`window_start`, whose last cell is the end cell of the optimal score ``score``
-    (the first of the window's cells scoring it, as it is in the pass's whole range). With ``overlap``, a score call starts whenever passes wait, while
-    alignments run (the GPU engine: the launches fill the device between the latency-bound
-    alignments); without, only when no alignment is running, so that the scorer's threads
+    (the first of the window's cells scoring it, as it is in the pass's whole range). With
+    ``overlap``, a score call starts whenever passes wait, while alignments run (the GPU
+    engine: the launches fill the device between the latency-bound alignments); without, only when no alignment is running, so that the scorer's threads
     and the pool's never run at once (the CPU engine: ``--threads`` cores in all). With
     ``prune`` (the default), a pass of a segment's sub-interval (a segment left or right of
     a piece, a piece's second-best pass) runs only on the slices of the segment's own pass
