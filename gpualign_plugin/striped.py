@@ -34,7 +34,9 @@ which the callers apply.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -104,10 +106,57 @@ def _sweep(buffer, source, target, shift, drop):
                                         add(buffer[source - shift + lane], drop))
 
 
+def _top_diagonal(edge, k, iter_gap, gap_open, gap_extend):
+    """``H`` of the row above the striped part at column ``k - 1`` (compiled per ``edge``'s type)."""
+
+
+@overload(_top_diagonal)
+def _top_diagonal_impl(edge, k, iter_gap, gap_open, gap_extend):
+    # edge is None: the matrix's own top boundary; otherwise a band's edge row (local mode).
+    if isinstance(edge, types.NoneType):
+        return lambda edge, k, iter_gap, gap_open, gap_extend: _boundary(iter_gap, k - 1, gap_open,
+                                                                          gap_extend)
+    return lambda edge, k, iter_gap, gap_open, gap_extend: edge[0, k - 1]
+
+
+def _top_chain(edge, k, work, iter_gap, gap_open, gap_extend, neg_oe, neg):
+    """The vertical gap entering the first striped row at column ``k``, in ``work``'s type
+    (compiled per ``edge``'s type)."""
+
+
+@overload(_top_chain)
+def _top_chain_impl(edge, k, work, iter_gap, gap_open, gap_extend, neg_oe, neg):
+    if isinstance(edge, types.NoneType):
+        return lambda edge, k, work, iter_gap, gap_open, gap_extend, neg_oe, neg: add(
+            work.dtype.type(_boundary(iter_gap, k, gap_open, gap_extend)), neg_oe)
+    # A chain below the lane type's minus infinity is below 0: nothing in local mode.
+    return lambda edge, k, work, iter_gap, gap_open, gap_extend, neg_oe, neg: work.dtype.type(
+        max(edge[1, k], np.int64(neg)))
+
+
+def _record_edge(edge, k, H, carry, work, seg_len, neg_ext):
+    """Keep column ``k``'s exact edge below the striped part (per ``edge``'s type)."""
+
+
+@overload(_record_edge)
+def _record_edge_impl(edge, k, H, carry, work, seg_len, neg_ext):
+    if isinstance(edge, types.NoneType):
+        return lambda edge, k, H, carry, work, seg_len, neg_ext: None
+
+    def record(edge, k, H, carry, work, seg_len, neg_ext):
+        # The last lane's last segment completed by its carry, and the vertical gap
+        # leaving it: its own chain or the carry run past the lane.
+        entering = np.int64(carry[LANES])
+        edge[0, k] = max(np.int64(H[seg_len * LANES - 1]), entering + (seg_len - 1) * np.int64(neg_ext))
+        edge[1, k] = max(np.int64(work[2 * LANES - 1]), entering + seg_len * np.int64(neg_ext))
+
+    return record
+
+
 @njit(cache=True, nogil=True)
 def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, neg_ext, floor, neg,
              low, high, iter_gap, gap_open, gap_extend, track, local, ties_to_smaller_p, last_lane,
-             last_segment):
+             last_segment, edge_in, edge_out):
     """Run columns ``k0+1..k1`` over the striped state; return the last column done.
 
     Compiled for int16 and int32 lanes: ``profile`` (``alphabet x seg_len x
@@ -165,8 +214,8 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, ne
             work[LANES + lane] = neg
             work[2 * LANES + lane] = low
             work[3 * LANES + lane] = high
-        work[0] = _boundary(iter_gap, k - 1, gap_open, gap_extend)
-        work[LANES] = add(work.dtype.type(_boundary(iter_gap, k, gap_open, gap_extend)), neg_oe)
+        work[0] = _top_diagonal(edge_in, k, iter_gap, gap_open, gap_extend)
+        work[LANES] = _top_chain(edge_in, k, work, iter_gap, gap_open, gap_extend, neg_oe, neg)
         for trip in range(seg_len // _UNROLL):
             base = trip * (_UNROLL * LANES)
             s0 = work.dtype.type(trip * _UNROLL)
@@ -219,6 +268,7 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, ne
         _sweep(sweep, 3 * LANES, LANES, 32, drops[5])
         for lane in range(LANES):
             carry[1 + lane] = maximum(sweep[LANES + lane], sweep.dtype.type(neg))
+        _record_edge(edge_out, k, H, carry, work, seg_len, neg_ext)
         top = low
         bottom = high
         for lane in range(LANES):
@@ -345,11 +395,14 @@ def _margin(matrix, gap_open, gap_extend):
 
 @njit(cache=True, nogil=True)
 def _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local, seg_len,
-             H, G, carry, profile, H16, G16, carry16, profile16, track, position):
+             H, G, carry, profile, H16, G16, carry16, profile16, track, position, edge_in, edge_out,
+             last16):
     """Run the pair's columns up to ``k_end`` (:func:`_setup`'s state, updated in place).
 
     A pair in 16-bit lanes goes on in 32 bits from the first column whose values leave
-    the safe band. Returns the 32-bit profile (made at that hand-over).
+    the safe band, or after column ``last16`` (where a band's ``edge_in`` leaves it).
+    ``edge_in``/``edge_out``: None, or a band's edge rows (:func:`_banded`). Returns the
+    32-bit profile (made at that hand-over).
     """
     P = stripe.shape[0]
     column = seg_len * LANES
@@ -359,15 +412,16 @@ def _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed
     done = position[0]
     if position[2] == 1:
         margin = _margin(matrix, gap_open, gap_extend)
-        done, left = _columns(profile16, seg_len, walk, done, k_end, H16, G16, carry16,
+        done, left = _columns(profile16, seg_len, walk, done, min(k_end, last16), H16, G16, carry16,
                         np.empty(4 * LANES, dtype=np.int16),
                         np.full(4 * LANES, -(1 << 30), dtype=np.int32),
                         np.int16(-(gap_open + gap_extend)), np.int16(-gap_extend),
                         np.int16(-32768 if local is None else 0),
                         np.int16(-32768), np.int16(-32768 + margin), np.int16(32767 - margin),
                         iter_gap, gap_open, gap_extend, track, local, not transposed, last_lane,
-                        last_segment)
+                        last_segment, edge_in, edge_out)
         position[1] = done
+        left = left or done == last16 < walk.shape[0]
         if left or k_end == walk.shape[0]:
             H[:] = H16
             G[:] = G16
@@ -382,7 +436,7 @@ def _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed
                  np.int32(-gap_extend),
                  np.int32(NEG_INF if local is None else 0), np.int32(NEG_INF),
                  np.int32(-(1 << 31)), np.int32((1 << 31) - 1), iter_gap, gap_open, gap_extend,
-                 track, local, not transposed, last_lane, last_segment)
+                 track, local, not transposed, last_lane, last_segment, edge_in, edge_out)
     position[0] = k_end
     return profile
 
@@ -434,7 +488,8 @@ def _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local
     seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position = _setup(
         stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
     _advance(walk.shape[0], stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local,
-             seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position)
+             seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position, None, None,
+             walk.shape[0])
     return _finish(stripe, walk, gap_open, gap_extend, mode, transposed, local, seg_len, H, carry,
                    track, position)
 
@@ -443,26 +498,137 @@ REPORT_CELLS = 1 << 30
 """Cells between two progress reports of one pair (about 0.1-0.2 s on one core)."""
 
 
-def _striped_reporting(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local,
-                       progress):
+def _run_part(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local, progress,
+              edge_in=None, edge_out=None, last16=None):
     """:func:`_striped`, its columns run in groups of about :data:`REPORT_CELLS` cells, each
-    group's cells passed to ``progress`` when it is done (the sum is ``P * K``)."""
+    group's cells passed to ``progress`` (if given) when it is done (the sum is ``P * K``);
+    ``edge_in``, ``edge_out`` and ``last16`` as :func:`_advance`'s (default: no band)."""
     seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position = _setup(
         stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
     P, K = len(stripe), len(walk)
-    group = max(1, REPORT_CELLS // P)
+    group = max(1, REPORT_CELLS // P) if progress is not None else K
     for done in range(0, K, group):
         k_end = min(done + group, K)
         profile = _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
                            local, seg_len, H, G, carry, profile, H16, G16, carry16, profile16,
-                           track, position)
-        progress((k_end - done) * P)
+                           track, position, edge_in, edge_out, K if last16 is None else last16)
+        if progress is not None:
+            progress((k_end - done) * P)
     return _finish(stripe, walk, gap_open, gap_extend, mode, transposed, local, seg_len, H, carry,
                    track, position)
 
 
+BAND_ROWS = STRIPE_MAX
+"""Most residues of the striped sequence in one band of a long local pair (:func:`_banded`)."""
+
+MIN_BAND_ROWS = 4096
+"""Fewest residues per band when a local pair is cut into more bands for more threads (the
+per-column work outside the segment loop is paid once per band)."""
+
+PIPELINE_CELLS = 1 << 26
+"""Cells of a band between two hand-overs to the band below when bands run on several threads."""
+
+
+def band_rows(length: int, threads: int = 1) -> int:
+    """Residues per band when a striped sequence of ``length`` residues is cut into bands: the
+    fewest bands of at most :data:`BAND_ROWS`, or one per thread (``threads``) while bands keep
+    :data:`MIN_BAND_ROWS`; as even as whole vectors allow (a multiple of ``LANES * 4``, so that
+    only the last band has padding)."""
+    unit = LANES * _UNROLL
+    bands = max(-(-length // BAND_ROWS), min(threads, length // MIN_BAND_ROWS))
+    return -(-(-(-length // bands)) // unit) * unit
+
+
+def runs_in_bands(query_length: int, target_length: int, threads: int = 1) -> bool:
+    """Whether :func:`lane_columns` runs a local pair in bands (:func:`_banded`): when the
+    sequence it stripes is longer than :data:`STRIPE_MAX`, or several threads have at least
+    two bands of :data:`MIN_BAND_ROWS` to share."""
+    striped_length = _orient(query_length, target_length)[1]
+    return striped_length > STRIPE_MAX or (threads > 1 and striped_length >= 2 * MIN_BAND_ROWS)
+
+
+def _orient(query_length: int, target_length: int) -> tuple[bool, int]:
+    """``(transposed, striped length)``: the longer sequence is striped when its state fits the
+    core's cache (fewer, longer columns: the per-column work is paid fewer times), else the
+    shorter one."""
+    longer_query = query_length >= target_length
+    transposed = longer_query != (max(query_length, target_length) <= STRIPE_MAX)
+    return transposed, target_length if transposed else query_length
+
+
+def _banded(stripe, walk, matrix, gap_open: int, gap_extend: int, transposed: bool, progress,
+            threads: int = 1):
+    """Local score and end cell of a pair in bands of :func:`band_rows` residues of the striped
+    sequence, each striped and walked over every column as a pair of its own (its state stays
+    in the core's cache); ``threads`` bands at once, each one :data:`PIPELINE_CELLS` behind the
+    band above.
+
+    A band starts from the exact edge the band above leaves (per column: ``H`` of its last
+    row and the vertical gap leaving it); the first starts from the matrix's top row. Each
+    band starts in 16-bit lanes and goes on in 32 bits from the column where its own values
+    or its edge leave the 16-bit band. The end cells merge by the rule of
+    :func:`gpualign_plugin.gotoh.score_kernel`: highest score, then smallest query row, then
+    smallest target column. Returns ``(score, query_end, target_end, columns in 16-bit lanes
+    summed over the bands, columns summed over the bands)``.
+    """
+    P, K = len(stripe), len(walk)
+    rows = band_rows(P, threads)
+    starts = range(0, P, rows)
+    high = 32767 - int(_margin(matrix, gap_open, gap_extend))
+    edges = [np.empty((2, K + 1), dtype=np.int64) for _ in range(len(starts) + 1)]
+    edges[0][0] = 0
+    edges[0][1] = -(gap_open + gap_extend)
+    for edge in edges[1:]:
+        edge[:, 0] = (0, NEG_INF)
+    finished = [K] + [0] * len(starts)  # columns each band has done, the top edge first
+    handed_over = threading.Condition()
+    if threads > 1:
+        group = max(1, PIPELINE_CELLS // rows)
+    else:
+        group = max(1, REPORT_CELLS // rows) if progress is not None else K
+
+    def run(band: int) -> tuple:
+        r0 = starts[band]
+        part = stripe[r0:r0 + rows]
+        state = list(_setup(part, walk, matrix, gap_open, gap_extend, LOCAL, transposed, True))
+        above, below = edges[band], edges[band + 1]
+        last16 = K
+        for done in range(0, K, group):
+            k_end = min(done + group, K)
+            with handed_over:
+                handed_over.wait_for(lambda: finished[band] >= k_end)
+            if last16 == K:
+                # Column k reads the edge's H at k - 1 and its gap at k (index k - 1 below).
+                leaves = (above[0, done:k_end] > high) | (above[1, done + 1:k_end + 1] > high)
+                if leaves.any():
+                    last16 = done + int(np.argmax(leaves))
+            state[4] = _advance(k_end, part, walk, matrix, gap_open, gap_extend, LOCAL, transposed,
+                                True, *state[:11], above, below, last16)
+            with handed_over:
+                finished[band + 1] = k_end
+                handed_over.notify_all()
+            if progress is not None:
+                progress((k_end - done) * len(part))
+        score, query_end, target_end, band16 = _finish(
+            part, walk, gap_open, gap_extend, LOCAL, transposed, True, state[0], state[1], state[3],
+            state[9], state[10])
+        if transposed:
+            return int(score), int(query_end), int(target_end) + r0, int(band16)
+        return int(score), int(query_end) + r0, int(target_end), int(band16)
+
+    if threads > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(starts))) as pool:
+            ends = list(pool.map(run, range(len(starts))))
+    else:
+        ends = [run(band) for band in range(len(starts))]
+    found = [end[:3] for end in ends if end[0] > 0]
+    best = min(found, key=lambda end: (-end[0], end[1], end[2])) if found else (0, 0, 0)
+    return best + (sum(max(end[3], 0) for end in ends), K * len(starts))
+
+
 def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int,
-                  progress: Callable[[int], None] | None = None) -> tuple[int, int, int]:
+                  progress: Callable[[int], None] | None = None,
+                  threads: int = 1) -> tuple[int, int, int]:
     """Score and end cell of the best alignment of ``a`` (query) and ``b`` (target), striped.
 
     Parameters
@@ -478,7 +644,10 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int,
         :data:`~gpualign_plugin.gotoh.LOCAL`, ``GLOBAL`` or ``SEMIGLOBAL``.
     progress : callable, optional
         Called with DP cells as they are computed, about every :data:`REPORT_CELLS`
-        (pairs of at least twice that many), else once at the end; ``m * n`` in all.
+        (pairs of at least twice that many), else once at the end; ``m * n`` in all
+        (from the threads that run the bands, with ``threads``).
+    threads : int
+        Local pairs that :func:`runs_in_bands`: bands run on this many threads at once.
 
     Returns
     -------
@@ -487,22 +656,22 @@ def striped_score(a, b, matrix, gap_open: int, gap_extend: int, mode: int,
         :func:`gpualign_plugin.gotoh.score_kernel`'s; local with no positive cell
         gives ``(0, 0, 0)``.
     """
-    return lane_columns(a, b, matrix, gap_open, gap_extend, mode, progress)[:3]
+    return lane_columns(a, b, matrix, gap_open, gap_extend, mode, progress, threads)[:3]
 
 
 def lane_columns(a, b, matrix, gap_open: int, gap_extend: int, mode: int,
-                 progress: Callable[[int], None] | None = None) -> tuple:
+                 progress: Callable[[int], None] | None = None, threads: int = 1) -> tuple:
     """:func:`striped_score`'s result and how the pair ran: ``(score, query_end, target_end,
-    columns in 16-bit lanes (-1: none), columns)`` (the tests check the 16-to-32-bit hand-over)."""
-    # Stripe the longer sequence when its state fits the core's cache (fewer, longer
-    # columns: the per-column work is paid fewer times), else the shorter one.
-    longer_query = len(a) >= len(b)
-    transposed = longer_query != (max(len(a), len(b)) <= STRIPE_MAX)
+    columns in 16-bit lanes (-1: none), columns)`` (the tests check the 16-to-32-bit hand-over);
+    a pair run in bands (:func:`_banded`) counts both over its bands."""
+    transposed = _orient(len(a), len(b))[0]
     stripe, walk = (b, a) if transposed else (a, b)
     local = True if mode == LOCAL else None
+    if local and runs_in_bands(len(a), len(b), threads):
+        return _banded(stripe, walk, matrix, gap_open, gap_extend, transposed, progress, threads)
     if progress is not None and len(a) * len(b) >= 2 * REPORT_CELLS:
-        result = _striped_reporting(stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
-                                    local, progress)
+        result = _run_part(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local,
+                           progress)
     else:
         result = _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
         if progress is not None:

@@ -122,9 +122,9 @@ def test_scores_equal_parasail(mode):
         assert saturated or score16 == ours
 
 
-def lane_columns(q, t, scheme, mode):
+def lane_columns(q, t, scheme, mode, threads=1):
     return striped.lane_columns(q, t, np.ascontiguousarray(scheme.matrix, dtype=np.int32),
-                                scheme.gap_open, scheme.gap_extend, MODES[mode])
+                                scheme.gap_open, scheme.gap_extend, MODES[mode], threads=threads)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -206,3 +206,67 @@ def test_score_pair_reports_inside_one_pair(monkeypatch):
     result = score_pair(q, t, ScoringScheme.dna(), "local", threads=1, progress=reports.append)
     assert result == score_pair(q, t, ScoringScheme.dna(), "local", threads=1)
     assert len(reports) > 10 and sum(reports) == len(q) * len(t)
+
+
+def test_band_rows_cover_the_sequence_in_whole_vectors(monkeypatch):
+    unit = striped.LANES * 4
+    for band_max in (256, 512, striped.STRIPE_MAX):
+        monkeypatch.setattr(striped, "BAND_ROWS", band_max)
+        for length in (band_max + 1, 2 * band_max, 5 * band_max - 3, 383_462):
+            rows = striped.band_rows(length)
+            bands = -(-length // rows)
+            assert rows % unit == 0 and rows <= band_max and bands == -(-length // band_max)
+    # More threads than bands of BAND_ROWS: a band each while bands keep MIN_BAND_ROWS.
+    monkeypatch.setattr(striped, "BAND_ROWS", striped.STRIPE_MAX)
+    for length, threads, bands in ((100_000, 16, 16), (40_000, 16, 9), (383_462, 4, 12),
+                                   (383_462, 16, 16), (8_191, 8, 1), (8_192, 8, 2)):
+        rows = striped.band_rows(length, threads)
+        assert rows % unit == 0 and -(-length // rows) == bands
+
+
+@pytest.mark.parametrize("band_max, threads", [(256, 1), (512, 1), (512, 3)])
+def test_long_local_pairs_in_bands_equal_the_row_kernel(monkeypatch, band_max, threads):
+    # Pairs longer than STRIPE_MAX on both sides run in bands (made small here): each band
+    # starts from the edge the band above leaves, and the end cells merge by the tie rule
+    # (repeats give many ties across bands). With threads, more bands (of MIN_BAND_ROWS)
+    # run at once, each a few columns (PIPELINE_CELLS) behind the one above.
+    monkeypatch.setattr(striped, "STRIPE_MAX", 300)
+    monkeypatch.setattr(striped, "BAND_ROWS", band_max)
+    monkeypatch.setattr(striped, "MIN_BAND_ROWS", 256)
+    monkeypatch.setattr(striped, "PIPELINE_CELLS", 256 * 7)
+    rng = np.random.default_rng(1840 + band_max + threads)
+    banded = 0
+    for _ in range(150):
+        scheme, q, t = random_case(rng, 2500)
+        if min(len(q), len(t)) <= 300:
+            continue
+        *result, sixteen, columns = lane_columns(q, t, scheme, "local", threads)
+        assert tuple(result) == row_kernel(q, t, scheme, "local"), (scheme.name, len(q), len(t))
+        striped_length, walked = min(len(q), len(t)), max(len(q), len(t))
+        assert columns == -(-striped_length // striped.band_rows(striped_length, threads)) * walked
+        banded += columns > walked
+    assert banded > 40
+
+
+def test_bands_go_on_in_32_bits_where_their_edge_leaves_16_bits(monkeypatch):
+    # The lower bands' edges carry the alignment's score past 32767: each such band starts
+    # in 16-bit lanes and hands over at the column where its edge leaves the band.
+    monkeypatch.setattr(striped, "STRIPE_MAX", 1000)
+    monkeypatch.setattr(striped, "BAND_ROWS", 1024)
+    scheme = ScoringScheme.dna(match=5, mismatch=-4, gap_open=10, gap_extend=1)
+    rng = np.random.default_rng(1850)
+    q = rng.integers(0, 4, 9000, dtype=np.uint8)
+    t = np.concatenate([rng.integers(0, 4, 50, dtype=np.uint8), q[:8900],
+                        rng.integers(0, 4, 300, dtype=np.uint8)])
+    for a, b in ((q, t), (t, q)):
+        expected = row_kernel(a, b, scheme, "local")
+        assert expected[0] > 32767
+        *result, sixteen, columns = lane_columns(a, b, scheme, "local")
+        assert tuple(result) == expected and 0 < sixteen < columns
+        reports = []
+        monkeypatch.setattr(striped, "REPORT_CELLS", 1024 * 1000)
+        matrix = np.ascontiguousarray(scheme.matrix, dtype=np.int32)
+        got = striped.lane_columns(a, b, matrix, scheme.gap_open, scheme.gap_extend, gotoh.LOCAL,
+                                   reports.append)
+        assert got == (*result, sixteen, columns) and sum(reports) == len(a) * len(b)
+        assert len(reports) > 9

@@ -35,7 +35,7 @@ from gpualign_plugin import gotoh as kernels
 from gpualign_plugin.model import NO_PAIR_ALIGNMENT, PairAlignment, PairScore
 from gpualign_plugin.pairwise.modes import checked_pair
 from gpualign_plugin.scoring import MODE_CODES, ScoringScheme
-from gpualign_plugin.striped import striped_score
+from gpualign_plugin.striped import runs_in_bands, striped_score
 from gpualign_plugin.traceback.checkpoint import Cursor, checkpointed_traceback
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
@@ -51,10 +51,10 @@ STRIPED_MIN_CELLS = 10_000
 below it the row kernel's lower fixed cost wins (100 x 100: 15-18 us either way)."""
 
 
-def _score(q, t, matrix, scheme, mode_code, progress=None) -> PairScore:
+def _score(q, t, matrix, scheme, mode_code, progress=None, threads: int = 1) -> PairScore:
     if len(q) * len(t) >= STRIPED_MIN_CELLS:
         return PairScore(*striped_score(q, t, matrix, scheme.gap_open, scheme.gap_extend,
-                                        mode_code, progress))
+                                        mode_code, progress, threads))
     # Rows run over the longer sequence so that the row buffers are O(min(m, n)).
     if len(t) < len(q):
         result = kernels.score_kernel(t, q, matrix, scheme.gap_open, scheme.gap_extend,
@@ -74,14 +74,18 @@ def score_pair(query_codes, target_codes, scheme: ScoringScheme, mode: str,
 
     Memory: the striped kernel holds at most ``12 + 6 * alphabet`` bytes per residue of the
     sequence it stripes (the longer one up to 32,768 residues, else the shorter; the row
-    kernel 9 bytes per residue of the shorter); the tiled kernel O(m + n).
+    kernel 9 bytes per residue of the shorter), and a local pair run in bands 32 bytes per
+    column per band besides; the tiled kernel O(m + n).
 
     One thread runs the striped SIMD kernel of :mod:`gpualign_plugin.striped`
     (pairs of at least :data:`STRIPED_MIN_CELLS` cells; smaller ones the row
-    kernel). With at least :data:`TILED_MIN_THREADS` threads and a pair of at
-    least :data:`TILED_MIN_CELLS` cells and two tiles per side, the tiled
-    wavefront kernel runs instead (see :func:`score_pair_tiled`). All give the
-    identical result.
+    kernel). A local pair that the striped kernel runs in bands of its striped
+    sequence (:func:`~gpualign_plugin.striped.runs_in_bands`: longer than 32,768 on
+    both sides, or long enough for ``threads``) runs its bands on ``threads`` threads
+    at once, each a little behind the one above. Other pairs of at least
+    :data:`TILED_MIN_CELLS` cells and two tiles per side, with at least
+    :data:`TILED_MIN_THREADS` threads, run on the tiled wavefront kernel (see
+    :func:`score_pair_tiled`). All give the identical result.
 
     Parameters
     ----------
@@ -166,9 +170,10 @@ def _tile_size(length: int, threads: int) -> int:
 
 
 def _end_cell(q, t, matrix, scheme, mode_code, threads: int, progress=None) -> PairScore:
-    tiles = tile_shape(len(q), len(t), threads)
+    banded = mode_code == kernels.LOCAL and runs_in_bands(len(q), len(t), threads)
+    tiles = None if banded else tile_shape(len(q), len(t), threads)
     if tiles is None:
-        return _score(q, t, matrix, scheme, mode_code, progress)
+        return _score(q, t, matrix, scheme, mode_code, progress, threads)
     end = _score_tiled(q, t, matrix, scheme, mode_code, *tiles, threads, True)
     if progress is not None:
         progress(len(q) * len(t))
@@ -246,8 +251,9 @@ class PairScorer:
 
     The interface of :class:`gpualign_plugin.pairwise.gpu.PairScorer` (:meth:`score`,
     :attr:`warps`) on the CPU engine, for the placement driver of local placement: each pair is
-    one :func:`score_pair` on one thread (the striped kernel releases the GIL), ``threads``
-    pairs at once, the largest first. Results are those of :func:`score_pair` in local mode.
+    one :func:`score_pair` (the striped kernel releases the GIL), ``threads`` pairs at once,
+    the largest first; a pair whose cells are a large part of the call's runs its bands on its
+    share of the threads. Results are those of :func:`score_pair` in local mode.
 
     Parameters
     ----------
@@ -290,7 +296,8 @@ class PairScorer:
 
         def one(p: int) -> PairScore:
             q, t_index, t0, t1 = pairs[p]
-            return score_pair(q, self.targets[t_index][t0:t1], self.scheme, "local", threads=1,
+            return score_pair(q, self.targets[t_index][t0:t1], self.scheme, "local",
+                              threads=self._share(len(q), t1 - t0, cells[p], sum(cells)),
                               progress=self.progress)
 
         # The largest first, so that the last pairs to start are short ones.
@@ -300,6 +307,13 @@ class PairScorer:
             for p, found in zip(order, pool.map(one, order)):
                 results[p] = found
         return results
+
+    def _share(self, rows: int, columns: int, cells: int, total: int) -> int:
+        """Threads for one pair of a call sweeping ``total`` cells: its share of :attr:`threads`
+        by cells (so that one long pair does not finish alone on one core), where its bands can
+        use them (:func:`~gpualign_plugin.striped.runs_in_bands`); else 1."""
+        share = max(1, (2 * self.threads * cells + total) // (2 * max(total, 1)))  # rounded
+        return share if share > 1 and runs_in_bands(rows, columns, share) else 1
 
 
 class GotohProblem:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from oracles import biopython_aligner, gotoh
 
 from gpualign_plugin.batch.api import align_batch, score_batch
+from gpualign_plugin import striped
 from gpualign_plugin.errors import InputError
 from gpualign_plugin.model import Cigar, PairAlignment, PairScore, score_cigar
 from gpualign_plugin.pairwise import cpu as pairwise
@@ -356,6 +357,31 @@ def test_pair_scorer_gives_each_pair_its_score_pair_in_order_and_counts_progress
     assert sum(cells) == total == scorer.swept_cells and any(e.score > 20 for e in expected)
 
 
+def test_pair_scorer_gives_a_long_pair_its_share_of_the_threads(monkeypatch):
+    """A pair holding most of a call's cells runs its bands on its share of the threads
+    (bands made small here); the scores are score_pair's on one thread."""
+    monkeypatch.setattr(striped, "MIN_BAND_ROWS", 256)
+    rng = np.random.default_rng(720)
+    scheme = ScoringScheme.dna()
+    genome = rng.integers(0, 4, 6000, dtype=np.uint8)
+    contig = genome[1000:3500].copy()
+    contig[rng.integers(0, len(contig), 100)] = rng.integers(0, 4, 100, dtype=np.uint8)
+    pairs = [(contig, 0, 0, 6000), (contig[:300], 0, 0, 6000), (genome[:50], 0, 100, 400)]
+    scorer = pairwise.PairScorer([genome], scheme)
+    scorer.threads = 4  # as on a 4-core machine (score_pair caps what it is given at Numba's)
+    shares = []
+    share = scorer._share
+    monkeypatch.setattr(scorer, "_share", lambda *args: shares.append(share(*args)) or shares[-1])
+    expected = [score_pair(q, genome[t0:t1], scheme, "local", threads=1) for q, _, t0, t1 in pairs]
+    assert scorer.score(pairs) == expected and expected[0].score > 4000
+    cells = [len(q) * (t1 - t0) for q, _, t0, t1 in pairs]
+    assert sorted(shares) == [1, 1, 4] and share(len(contig), 6000, cells[0], sum(cells)) == 4
+    assert share(len(contig), 6000, 10, 80) == 1 and share(len(contig), 6000, 10, 40) == 1
+    assert share(len(contig), 6000, 30, 80) == 2
+    # Where the bands could not use them (too short to cut), a pair keeps one thread.
+    assert share(300, 400, 10**9, 10**9) == 1
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_score_pair_agrees_with_align_pair(mode):
     rng = np.random.default_rng(400 + MODES.index(mode))
@@ -541,7 +567,8 @@ def test_tiled_block_pruning_with_ties_and_mutated_copies_equals_the_row_kernel(
 
 
 def test_long_pairs_take_the_tiled_path_with_the_same_result(monkeypatch):
-    # Two threads are too few for the tiled kernel to beat the striped one; let them tile.
+    # Two threads are too few for the tiled kernel to beat the striped one; let global and
+    # semiglobal pairs tile.
     assert pairwise.tile_shape(8200, 8200, 2) is None
     monkeypatch.setattr(pairwise, "TILED_MIN_THREADS", 2)
     calls = []
@@ -561,8 +588,10 @@ def test_long_pairs_take_the_tiled_path_with_the_same_result(monkeypatch):
         assert alignment == align_pair(query, target, scheme, mode)
         assert (alignment.score, alignment.query_end, alignment.target_end) == \
             (single.score, single.query_end, single.target_end)
-    # Two tiled calls per mode with tiles of about 8 per thread along each side.
-    assert calls == [(504, 513, 2)] * 6
+    # Two tiled calls per mode with tiles of about 8 per thread along each side; local pairs
+    # run their striped bands on the threads instead (test_striped.py checks those).
+    assert striped.runs_in_bands(len(query), len(target), 2)
+    assert calls == [(504, 513, 2)] * 4
 
 
 def test_tiled_arguments_are_checked():
