@@ -187,6 +187,11 @@ def _columns(profile, seg_len, seq, k0, k1, H, G, carry, work, sweep, neg_oe, ne
     False)``, or ``(k, True)`` for the first column ``k`` whose values left
     ``[low, high]`` (that column is complete and exact; the caller continues in
     wider lanes).
+
+    ``edge_in`` and ``edge_out`` are None, or a band's edges (:func:`_banded`; local mode):
+    ``int64`` arrays ``(2, K + 1)``, per column ``H`` of the row above the striped part and
+    the vertical gap entering its first row (read), and the same below its last row (written
+    after every column).
     """
     column = seg_len * LANES
     last = column - LANES

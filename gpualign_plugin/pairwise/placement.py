@@ -819,12 +819,13 @@ def _place_on_gpu(queries: list[Sequence], targets: list[Sequence], plans: list,
 def _place_on_cpu(queries: list[Sequence], targets: list[Sequence], plans: list,
                   scheme: ScoringScheme, threads: int | None, zdrop: float, on_cells,
                   on_progress: Callable[[int], None] | None) -> list[Alignment]:
-    """:func:`place_local` on the CPU: :func:`_place_together` (score calls only while no
-    alignment runs) with a
+    """:func:`place_local` on the CPU: :func:`_place_together` with a
     :class:`~gpualign_plugin.pairwise.cpu.PairScorer` for the score passes and
-    :func:`~gpualign_plugin.pairwise.cpu.align_pair` for the alignments, each pass and
-    alignment on one core, ``threads`` (:func:`~gpualign_plugin.pairwise.cpu.thread_count`)
-    at once. ``on_progress`` gets the cells of every pass and alignment as they are computed
+    :func:`~gpualign_plugin.pairwise.cpu.align_pair` for the alignments, each alignment on one
+    core, ``threads`` (:func:`~gpualign_plugin.pairwise.cpu.thread_count`) at once; a score call
+    (on as many threads) runs whenever passes wait, beside the alignments: a call that took only
+    the cores the alignments left kept them after the alignments ended (Chlamydia placement on
+    2 cores 365 -> 467 s), one that shares them keeps every core busy. ``on_progress`` gets the cells of every pass and alignment as they are computed
     (from the pool's threads)."""
     from gpualign_plugin.pairwise import cpu
 
@@ -835,7 +836,7 @@ def _place_on_cpu(queries: list[Sequence], targets: list[Sequence], plans: list,
                               end=PairScore(score, len(q), len(t)))
 
     return _place_together(queries, targets, plans, scheme, scorer, align, zdrop, on_cells,
-                           scorer.threads)
+                           scorer.threads, overlap=True)
 
 
 class _CountedScorer:
@@ -873,8 +874,10 @@ def _place_together(queries: list[Sequence], targets: list[Sequence], plans: lis
     :func:`window_start`, whose last cell is the end cell of the optimal score ``score``
     (the first of the window's cells scoring it, as it is in the pass's whole range). With
     ``overlap``, a score call starts whenever passes wait, while alignments run (the GPU
-    engine: the launches fill the device between the latency-bound alignments); without, only when no alignment is running, so that the scorer's threads
-    and the pool's never run at once (the CPU engine: ``--threads`` cores in all). With
+    engine: the launches fill the device between the latency-bound alignments; the CPU engine:
+    the cores stay busy while one long alignment runs, the call's threads sharing them with
+    the alignments); without, only when no alignment is running, so that the scorer's threads
+    and the pool's never run at once. With
     ``prune`` (the default), a pass of a segment's sub-interval (a segment left or right of
     a piece, a piece's second-best pass) runs only on the slices of the segment's own pass
     that reached the floor (:class:`_SliceScores`); ``prune=False`` cuts every pass afresh

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 
 import numba
 import numpy as np
@@ -212,6 +213,38 @@ def test_overlapping_score_calls_and_alignments_give_the_cpu_records(seed, launc
     _rounds(encoded_q, encoded_t, 12.0, prune=True, timing=one_call)
     # A cap of one cell scores one query's passes a call: more calls than without a cap.
     assert launch_cells != 1 or timing["score_calls"] > one_call["score_calls"]
+
+
+def test_cpu_score_calls_run_beside_an_alignment(monkeypatch):
+    """The CPU engine's driver policy (``overlap``): while one alignment runs, the queries whose
+    alignments are done get their score calls; the records do not change. The first
+    alignment waits until a call has run beside it, which without this policy never happens."""
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 4)
+    queries, targets = _case(0)
+    beside, waiting = threading.Event(), threading.Event()
+    calls = []
+
+    class RecordingScorer(cpu.PairScorer):
+        def score(self, pairs):
+            calls.append(self.threads)
+            if waiting.is_set():
+                beside.set()
+            return super().score(pairs)
+
+    first = threading.Lock()
+
+    def align(q, t, score):
+        if first.acquire(blocking=False):
+            waiting.set()
+            assert beside.wait(60), "no score call ran beside the alignment"
+        return cpu.align_pair(q, t, SCHEME, "local")
+
+    scorer = RecordingScorer([t.codes for t in targets], SCHEME, threads=3)
+    placed = placement._place_together(
+        queries, targets, _plans(queries, targets, SCHEME, PARAMETERS, ("+", "-")), SCHEME, scorer,
+        align, 12.0 * math.log(2) / PARAMETERS.lam, None, workers=3, overlap=True)
+    assert placed == _rounds(queries, targets, 12.0, prune=True)[0]
+    assert beside.is_set() and len(calls) > 1
 
 
 def test_slices_cover_every_interval_of_the_span():
