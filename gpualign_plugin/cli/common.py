@@ -251,7 +251,8 @@ class Progress:
     pieces than one, each re-scored and aligned); when it does, the total is raised to
     :data:`ESTIMATE_GROWTH` times the units done, so the bar falls back below 100% and the
     time left follows the rate, instead of resting full while work goes on. Otherwise the count
-    stops at ``total``.
+    stops at ``total``. Work in stages of different cost per unit calls :meth:`restart` as each
+    later stage starts.
     """
 
     ESTIMATE_GROWTH = 1.25
@@ -299,6 +300,18 @@ class Progress:
             self.done += units
             if self._bar is not None and units > 0:
                 self._bar.update(units)
+
+    def restart(self, label: str, total: int) -> None:
+        """Start the next stage of the work under ``label``: ``total`` units (an estimate when
+        the bar's is), none done, its rate and time left measured from now."""
+        with self._lock:
+            self.label = label
+            self.total = max(int(total), 1)
+            self.done = 0
+            self.started = time.monotonic()
+            if self._bar is not None:
+                self._bar.reset(total=self.total)
+                self._bar.set_description(label)
 
     def heartbeat_line(self) -> str:
         """One line: UTC time, label, percentage, units done of the total, rate, time left."""

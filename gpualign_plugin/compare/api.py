@@ -378,7 +378,8 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
                     min_event: int = 50, min_identity: float = 0.8, min_coverage: float = 0.5,
                     backend: str = "cpu", device: int = 0, evalue: float = 1e-5,
                     threads: int | None = None, chunk_length: int = CHUNK_LENGTH,
-                    on_progress: Callable[[int], None] | None = None) -> GenomeComparison:
+                    on_progress: Callable[[int], None] | None = None,
+                    on_stage: Callable[[str, int], None] | None = None) -> GenomeComparison:
     """Compare an assembly with a reference (see the module notes).
 
     Parameters
@@ -409,6 +410,12 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     on_progress : callable, optional
         Called with DP cells as placement, syntenic alignment and the search for repeat copies
         compute them (placement's, then :func:`region_cells`, then the repeat copies').
+    on_stage : callable, optional
+        Called with ``(name, cells)`` as each stage after placement starts, so that a progress
+        bar can give each its own rate (a syntenic cell costs about 50 times a score pass's on
+        the CPU): ``'aligning regions'`` with :func:`region_cells` of the placed contigs, then
+        ``'repeat copies'`` with the cells of its score passes (both strands of every
+        uncovered reference stretch against every contig; not called when there is none).
 
     Returns
     -------
@@ -422,6 +429,10 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
     work = _Work(queries, targets, scheme, penalty, min_event, min_identity, min_coverage,
                  backend, device, chunk_length, on_progress, threads or os.cpu_count() or 1)
     mapped = [p for p in placements if p.target_id in work.targets and p.query_end > p.query_start]
+    if on_stage is not None:
+        placed = {p.query_id for p in mapped}
+        on_stage("aligning regions", region_cells([q for q in queries if q.id in placed], targets,
+                                                  chunk_length))
     for query in queries:
         pieces = [p for p in mapped if p.query_id == query.id]
         if pieces:
@@ -440,7 +451,7 @@ def compare_genomes(queries: list[Sequence], targets: list[Sequence], scheme: Sc
         (v for region in work.regions for v in _variants(region, work)),
         key=lambda v: (rank[v.target_id], v.target_pos, v.query_id, v.query_pos, v.alt))
     comparison.blocks, comparison.copies = _continue_blocks(
-        comparison.blocks, _repeat_copies(work, comparison.blocks, evalue, threads), work.targets)
+        comparison.blocks, _repeat_copies(work, comparison.blocks, evalue, threads, on_stage), work.targets)
     comparison.blocks = close_seams(comparison.blocks, comparison.copies, work.queries, work.targets)
     return comparison
 
@@ -510,8 +521,8 @@ def uncovered_stretches(work, blocks: list[AlignedBlock]) -> list[tuple[Sequence
     return stretches
 
 
-def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float,
-                   threads: int | None = None) -> list[AlignedBlock]:
+def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float, threads: int | None = None,
+                   on_stage: Callable[[str, int], None] | None = None) -> list[AlignedBlock]:
     """Best significant local alignment of each uncovered reference stretch to the assembly.
 
     Stretches are the parts of each reference record outside every block's reference
@@ -522,11 +533,15 @@ def _repeat_copies(work, blocks: list[AlignedBlock], evalue: float,
     primary record of the stretches' local placement on the contigs
     (:func:`~gpualign_plugin.pairwise.api.place_local`, all stretches at once: score passes
     first, then one alignment per stretch, on ``threads`` CPU threads or the GPU).
+    ``on_stage`` as :func:`compare_genomes`'s.
     """
     stretches = uncovered_stretches(work, blocks)
     contigs = list(work.queries.values())
     if not stretches or not contigs:
         return []
+    if on_stage is not None:
+        on_stage("repeat copies", 2 * sum(end - start for _, start, end in stretches)
+                 * sum(len(contig) for contig in contigs))
     pieces = [Sequence(str(k), "", target.codes[start:end])
               for k, (target, start, end) in enumerate(stretches)]
     placed = place_local(pieces, contigs, work.scheme, backend=work.backend, evalue=evalue,

@@ -176,6 +176,26 @@ def test_an_estimated_total_that_the_work_passes_is_raised_and_the_time_left_fol
         assert (capped.total, capped.done) == (1000, 1000)
 
 
+def test_a_stage_restarts_the_count_the_rate_and_the_label(monkeypatch):
+    """`compare` runs stages of different cost per cell (score passes, then syntenic
+    alignments): each later stage restarts the bar with its own total, rate and time left."""
+    monkeypatch.setenv("GPUALIGN_HEARTBEAT_SECONDS", "0")
+    with Progress(1000, "compare", stream=io.StringIO(), estimated=True) as progress:
+        progress.advance(1500)
+        progress.restart("compare, aligning regions", 40)
+        assert (progress.total, progress.done) == (40, 0)
+        progress.advance(10)
+        assert re.search(r" gpualign: compare, aligning regions: 25\.0% \(10\.0 of 40\.0 cells\) in 00:00, ",
+                         progress.heartbeat_line())
+    assert progress.done == progress.total == 40
+    terminal = Terminal()
+    with Progress(1000, "compare", stream=terminal, estimated=True) as progress:
+        progress.advance(1000)
+        progress.restart("compare, repeat copies", 4 * 10**6)
+        progress.advance(4 * 10**6)
+    assert "compare, repeat copies" in terminal.getvalue() and "4.00M/4.00M" in terminal.getvalue()
+
+
 def test_compare_in_a_log_writes_heartbeats(tmp_path):
     """`gpualign -v compare` with stderr to a file: timestamped heartbeat lines of its placement and
     alignments (it had no progress at all: an hour on the CPU for a bacterial genome, silent), and

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpualign_plugin.compare.api import anchored_syntenic, chain_anchors, compare_genomes
+from gpualign_plugin.compare.api import anchored_syntenic, chain_anchors, compare_genomes, region_cells
 from gpualign_plugin.compare.features import show_diff, side_totals
 from gpualign_plugin.model import Cigar
 from gpualign_plugin.scoring import ScoringScheme, reverse_complement_text
@@ -210,6 +210,24 @@ def test_anchored_chunks_give_the_same_alignment_and_comparison(case):
                             chunk_length=1000)
     assert again.differences == case.cut.differences
     assert again.variants == case.cut.variants
+
+
+def test_stages_after_placement_are_announced_with_their_cells():
+    """on_stage: regions, then repeat copies (chrB outside its piece, 5,000 bases, is
+    uncovered: both strands against the contig), each with its estimate, the cells of each
+    stage counted after it; the comparison is the same."""
+    chr_a, chr_b = random_dna(6000, 91), random_dna(6000, 92)
+    contig = SCHEME.encode("contig", chr_a[:3000] + chr_b[1000:2000] + chr_a[3000:])
+    targets = [SCHEME.encode("chrA", chr_a), SCHEME.encode("chrB", chr_b)]
+    events = []
+    comparison = compare_genomes([contig], targets, SCHEME, on_progress=lambda c: events.append(c),
+                                 on_stage=lambda name, cells: events.append((name, cells)))
+    stages = [k for k, e in enumerate(events) if isinstance(e, tuple)]
+    assert [events[k] for k in stages] == [
+        ("aligning regions", region_cells([contig], targets)),
+        ("repeat copies", 2 * (len(chr_b) - 1000) * len(contig))]
+    assert stages[0] > 0 and stages[1] > stages[0] + 1 and stages[1] < len(events) - 1
+    assert comparison == compare_genomes([contig], targets, SCHEME)
 
 
 @pytest.mark.parametrize("orientation, seed", [("+", 71), ("-", 81)])
