@@ -334,9 +334,9 @@ def test_repeat_copies_are_the_best_alignment_of_each_uncovered_stretch(seed, mo
     captured = {}
     found = api._repeat_copies
 
-    def keep(work, blocks, evalue, threads=None):
+    def keep(work, blocks, evalue, threads=None, on_stage=None):
         captured.update(work=work, blocks=blocks, evalue=evalue)
-        return found(work, blocks, evalue, threads)
+        return found(work, blocks, evalue, threads, on_stage)
 
     monkeypatch.setattr(api, "_repeat_copies", keep)
     comparison = run(reference, contigs)
