@@ -504,21 +504,36 @@ REPORT_CELLS = 1 << 30
 
 
 def _run_part(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local, progress,
-              edge_in=None, edge_out=None, last16=None):
-    """:func:`_striped`, its columns run in groups of about :data:`REPORT_CELLS` cells, each
-    group's cells passed to ``progress`` (if given) when it is done (the sum is ``P * K``);
-    ``edge_in``, ``edge_out`` and ``last16`` as :func:`_advance`'s (default: no band)."""
+              group, edge_in=None, edge_out=None, wait=None, handed_over=None):
+    """:func:`_striped` with its columns run in groups of ``group``, each group's cells passed to
+    ``progress`` (if given) when it is done (the sum is ``P * K``).
+
+    A band of :func:`_banded` gives its edges (as :func:`_advance`'s), ``wait(k)``, called
+    before the group that ends at column ``k`` (until the band above has left its edge that
+    far), and ``handed_over(k)``, after it; its 16-bit lanes give way to 32 bits after the last
+    column whose edge stays in their safe band.
+    """
     seg_len, H, G, carry, profile, H16, G16, carry16, profile16, track, position = _setup(
         stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
-    P, K = len(stripe), len(walk)
-    group = max(1, REPORT_CELLS // P) if progress is not None else K
+    K = len(walk)
+    high = 32767 - int(_margin(matrix, gap_open, gap_extend))
+    last16 = K
     for done in range(0, K, group):
         k_end = min(done + group, K)
+        if wait is not None:
+            wait(k_end)
+        if edge_in is not None and last16 == K:
+            # Column k reads the edge's H at k - 1 and its gap at k (index k - 1 below).
+            leaves = (edge_in[0, done:k_end] > high) | (edge_in[1, done + 1:k_end + 1] > high)
+            if leaves.any():
+                last16 = done + int(np.argmax(leaves))
         profile = _advance(k_end, stripe, walk, matrix, gap_open, gap_extend, mode, transposed,
                            local, seg_len, H, G, carry, profile, H16, G16, carry16, profile16,
-                           track, position, edge_in, edge_out, K if last16 is None else last16)
+                           track, position, edge_in, edge_out, last16)
+        if handed_over is not None:
+            handed_over(k_end)
         if progress is not None:
-            progress((k_end - done) * P)
+            progress((k_end - done) * len(stripe))
     return _finish(stripe, walk, gap_open, gap_extend, mode, transposed, local, seg_len, H, carry,
                    track, position)
 
@@ -579,44 +594,32 @@ def _banded(stripe, walk, matrix, gap_open: int, gap_extend: int, transposed: bo
     P, K = len(stripe), len(walk)
     rows = band_rows(P, threads)
     starts = range(0, P, rows)
-    high = 32767 - int(_margin(matrix, gap_open, gap_extend))
     edges = [np.empty((2, K + 1), dtype=np.int64) for _ in range(len(starts) + 1)]
     edges[0][0] = 0
     edges[0][1] = -(gap_open + gap_extend)
     for edge in edges[1:]:
         edge[:, 0] = (0, NEG_INF)
     finished = [K] + [0] * len(starts)  # columns each band has done, the top edge first
-    handed_over = threading.Condition()
+    condition = threading.Condition()
     if threads > 1:
         group = max(1, PIPELINE_CELLS // rows)
     else:
         group = max(1, REPORT_CELLS // rows) if progress is not None else K
 
     def run(band: int) -> tuple:
+        def wait(k: int) -> None:
+            with condition:
+                condition.wait_for(lambda: finished[band] >= k)
+
+        def handed_over(k: int) -> None:
+            with condition:
+                finished[band + 1] = k
+                condition.notify_all()
+
         r0 = starts[band]
-        part = stripe[r0:r0 + rows]
-        state = list(_setup(part, walk, matrix, gap_open, gap_extend, LOCAL, transposed, True))
-        above, below = edges[band], edges[band + 1]
-        last16 = K
-        for done in range(0, K, group):
-            k_end = min(done + group, K)
-            with handed_over:
-                handed_over.wait_for(lambda: finished[band] >= k_end)
-            if last16 == K:
-                # Column k reads the edge's H at k - 1 and its gap at k (index k - 1 below).
-                leaves = (above[0, done:k_end] > high) | (above[1, done + 1:k_end + 1] > high)
-                if leaves.any():
-                    last16 = done + int(np.argmax(leaves))
-            state[4] = _advance(k_end, part, walk, matrix, gap_open, gap_extend, LOCAL, transposed,
-                                True, *state[:11], above, below, last16)
-            with handed_over:
-                finished[band + 1] = k_end
-                handed_over.notify_all()
-            if progress is not None:
-                progress((k_end - done) * len(part))
-        score, query_end, target_end, band16 = _finish(
-            part, walk, gap_open, gap_extend, LOCAL, transposed, True, state[0], state[1], state[3],
-            state[9], state[10])
+        score, query_end, target_end, band16 = _run_part(
+            stripe[r0:r0 + rows], walk, matrix, gap_open, gap_extend, LOCAL, transposed, True,
+            progress, group, edges[band], edges[band + 1], wait, handed_over)
         if transposed:
             return int(score), int(query_end), int(target_end) + r0, int(band16)
         return int(score), int(query_end) + r0, int(target_end), int(band16)
@@ -676,7 +679,7 @@ def lane_columns(a, b, matrix, gap_open: int, gap_extend: int, mode: int,
         return _banded(stripe, walk, matrix, gap_open, gap_extend, transposed, progress, threads)
     if progress is not None and len(a) * len(b) >= 2 * REPORT_CELLS:
         result = _run_part(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local,
-                           progress)
+                           progress, max(1, REPORT_CELLS // len(stripe)))
     else:
         result = _striped(stripe, walk, matrix, gap_open, gap_extend, mode, transposed, local)
         if progress is not None:

@@ -823,10 +823,10 @@ def _place_on_cpu(queries: list[Sequence], targets: list[Sequence], plans: list,
     :class:`~gpualign_plugin.pairwise.cpu.PairScorer` for the score passes and
     :func:`~gpualign_plugin.pairwise.cpu.align_pair` for the alignments, each alignment on one
     core, ``threads`` (:func:`~gpualign_plugin.pairwise.cpu.thread_count`) at once; a score call
-    (on as many threads) runs whenever passes wait, beside the alignments: a call that took only
-    the cores the alignments left kept them after the alignments ended (Chlamydia placement on
-    2 cores 365 -> 467 s), one that shares them keeps every core busy. ``on_progress`` gets the cells of every pass and alignment as they are computed
-    (from the pool's threads)."""
+    (on as many threads) runs whenever passes wait, sharing the cores with the alignments (one
+    that took only the cores they left kept them after they ended: Chlamydia placement on 2
+    cores 365 -> 467 s). ``on_progress`` gets the cells of every pass and alignment as they are
+    computed (from the pool's threads)."""
     from gpualign_plugin.pairwise import cpu
 
     scorer = cpu.PairScorer([t.codes for t in targets], scheme, threads, on_progress)
